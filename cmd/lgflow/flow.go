@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
+
+	"lgflow/flow"
+	"lgflow/graph"
+	"lgflow/metrics"
+	"lgflow/vae"
+)
+
+func init() {
+	register("train-flow", "train LG-Flow in the latent space of a trained LG-VAE", runTrainFlow)
+	register("sample", "sample graphs from trained LG-VAE and LG-Flow models", runSample)
+}
+
+// validityScore returns the fraction-of-valid-graphs scorer used to pick the
+// best flow checkpoint, or nil for datasets without a validity notion.
+func validityScore(dataset string) func([]*graph.Graph) float64 {
+	var valid func(*graph.Graph) bool
+	switch dataset {
+	case "planar", "planar-128", "planar-256", "planar-512":
+		valid = metrics.IsValidPlanar
+	case "tree":
+		valid = metrics.IsValidTree
+	case "price", "tpu":
+		valid = metrics.IsValidDAG
+	default:
+		return nil
+	}
+	return func(gs []*graph.Graph) float64 {
+		n := 0
+		for _, g := range gs {
+			if valid(g) {
+				n++
+			}
+		}
+		return float64(n) / float64(max(len(gs), 1))
+	}
+}
+
+func runTrainFlow(ctx context.Context, args []string) error {
+	fs := newFlagSet("train-flow", "lgflow train-flow -vae V -dataset D [-preset cpu|T|S|B] -out DIR [-resume]")
+	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors)")
+	name := fs.String("dataset", "", "dataset the LG-VAE was trained on")
+	preset := fs.String("preset", "cpu", "DiT preset: cpu, T, S, B (or tiny)")
+	out := fs.String("out", "", "output directory (flow.safetensors, state.safetensors)")
+	resume := fs.Bool("resume", false, "continue from OUT/state.safetensors")
+	seed := fs.Uint64("seed", 0, "seed")
+	dataSeed := fs.Uint64("data-seed", 0, "seed of the synthetic dataset")
+	dataDir := fs.String("data", "", "data directory (default ../shared/data)")
+	steps := fs.Int("steps", 0, "override: training steps")
+	batch := fs.Int("batch", 0, "override: batch size")
+	lr := fs.Float64("lr", 0, "override: learning rate")
+	valEvery := fs.Int("val-every", -1, "override: steps between validation sampling runs (0: off)")
+	maxTime := fs.Duration("max-time", 0, "stop after this long (resumable), e.g. 60m")
+	logEvery := fs.Int("log-every", 50, "steps between progress lines")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *vaePath == "" || *name == "" || *out == "" {
+		return usagef("need -vae, -dataset and -out")
+	}
+	ae, err := vae.Load(*vaePath)
+	if err != nil {
+		return err
+	}
+	cfg, err := flow.Preset(*preset, ae.Cfg.Latent)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	cfg.Seed = *seed
+	if *steps > 0 {
+		cfg.Steps = *steps
+	}
+	if *batch > 0 {
+		cfg.BatchSize = *batch
+	}
+	if *lr > 0 {
+		cfg.LR = *lr
+	}
+	if *valEvery >= 0 {
+		cfg.ValEvery = *valEvery
+	}
+	train, err := loadPrepared(ctx, *name, "train", *dataDir, *dataSeed, 0, ae.Cfg)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	lat, err := flow.EncodeLatents(ctx, ae, train, 128, func(done, total int) {
+		fmt.Fprintf(stderr, "\rencoding latents %d/%d", done, total)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, " (%.1fs)\n", time.Since(start).Seconds())
+	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Score: validityScore(*name),
+		LogEvery: *logEvery, MaxDuration: *maxTime,
+		Progress: func(p flow.Progress) {
+			line := fmt.Sprintf("step %6d/%d  loss %.4f  %.2f steps/s  elapsed %s  eta %s", p.Step, p.Steps, p.Loss, p.StepsPerSecond,
+				p.Elapsed.Round(time.Second), p.ETA.Round(time.Second))
+			if !math.IsNaN(p.Score) {
+				line += fmt.Sprintf("  val valid %.3f (best %.3f)", p.Score, p.BestScore)
+			}
+			fmt.Fprintln(stdout, line)
+		}})
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "interrupted; resume with -resume (state in %s)\n", filepath.Join(*out, flow.StateFile))
+	}
+	return err
+}
+
+func runSample(ctx context.Context, args []string) error {
+	fs := newFlagSet("sample", "lgflow sample -vae V -flow F -n N [-steps S] [-seed S] [-method euler|heun] -o OUT.g6")
+	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors)")
+	flowPath := fs.String("flow", "", "trained LG-Flow (flow.safetensors)")
+	n := fs.Int("n", 256, "number of graphs")
+	steps := fs.Int("steps", 100, "integration steps")
+	seed := fs.Uint64("seed", 0, "seed")
+	batch := fs.Int("batch", 256, "graphs integrated together")
+	method := fs.String("method", "euler", "integrator: euler or heun")
+	out := fs.String("o", "-", "output graph6/digraph6 file (\"-\": standard output)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *vaePath == "" || *flowPath == "" {
+		return usagef("need -vae and -flow")
+	}
+	ae, err := vae.Load(*vaePath)
+	if err != nil {
+		return err
+	}
+	m, err := flow.Load(*flowPath, ae)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	gs, err := flow.Sample(ctx, m, *n, flow.WithSeed(*seed), flow.WithSteps(*steps), flow.WithBatchSize(*batch),
+		flow.WithMethod(flow.Method(*method)), flow.WithProgress(func(done, total int) {
+			fmt.Fprintf(stderr, "\rsampled %d/%d graphs", done, total)
+		}))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, " (%.1fs)\n", time.Since(start).Seconds())
+	if *out == "-" {
+		return graph.WriteGraphs(stdout, gs)
+	}
+	return graph.WriteFile(*out, gs)
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"lgflow/graph/datasets"
+	"lgflow/vae"
+)
+
+func init() {
+	register("train-vae", "train an LG-VAE autoencoder on a dataset", runTrainVAE)
+	register("recon", "measure an LG-VAE's reconstruction accuracy", runRecon)
+}
+
+// loadPrepared loads a dataset split and computes its LG-VAE features,
+// reporting progress on standard error. limit > 0 keeps the first limit graphs.
+func loadPrepared(ctx context.Context, name, split, dataDir string, seed uint64, limit int, cfg vae.Config) (*vae.Dataset, error) {
+	gs, err := datasets.Load(ctx, name, split, datasets.Options{Seed: seed, Dir: dataDir})
+	if err != nil {
+		return nil, err
+	}
+	if limit > 0 && limit < len(gs) {
+		gs = gs[:limit]
+	}
+	start := time.Now()
+	d, err := vae.Prepare(ctx, gs, cfg, func(done, total int) {
+		fmt.Fprintf(stderr, "\r%s %s: eigenpairs %d/%d", name, split, done, total)
+	})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(stderr, " (%.1fs)\n", time.Since(start).Seconds())
+	return d, nil
+}
+
+// modelFlags registers flags that override a preset's model and training
+// configuration; apply copies the ones that were set.
+type modelFlags struct {
+	fs                             *flag.FlagSet
+	k, latent, width, layers, ds   *int
+	steps, batch, valEvery, ntrain *int
+	lr, minLR, eta, logvar         *float64
+	norm                           *string
+	flips, scaleEig                *bool
+}
+
+func newModelFlags(fs *flag.FlagSet) *modelFlags {
+	return &modelFlags{fs: fs,
+		k:        fs.Int("k", 0, "override: number of eigenpairs"),
+		latent:   fs.Int("latent", 0, "override: latent dimension"),
+		width:    fs.Int("width", 0, "override: phi and rho width"),
+		layers:   fs.Int("layers", 0, "override: rho layers"),
+		ds:       fs.Int("deepset", 0, "override: DeepSet width"),
+		steps:    fs.Int("steps", 0, "override: training steps"),
+		batch:    fs.Int("batch", 0, "override: batch size"),
+		valEvery: fs.Int("val-every", 0, "override: steps between validations"),
+		ntrain:   fs.Int("ntrain", 0, "use only the first N training graphs (0: all)"),
+		lr:       fs.Float64("lr", 0, "override: peak learning rate"),
+		minLR:    fs.Float64("min-lr", 0, "override: final learning rate"),
+		eta:      fs.Float64("eta", -1, "override: orbit perturbation eta"),
+		logvar:   fs.Float64("logvar-init", 1, "override: initial log-variance bias (1: preset)"),
+		norm:     fs.String("norm", "", "override: layer, batch or none"),
+		flips:    fs.Bool("sign-flips", false, "override: random eigenvector sign flips in training"),
+		scaleEig: fs.Bool("scale-eigvecs", false, "override: scale eigenvectors by sqrt(n)"),
+	}
+}
+
+func (f *modelFlags) apply(p *vae.Preset) {
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	c, t := &p.Model, &p.Train
+	for name, dst := range map[string]*int{"k": &c.K, "latent": &c.Latent, "layers": &c.Layers, "deepset": &c.DeepSet,
+		"steps": &t.Steps, "batch": &t.BatchSize, "val-every": &t.ValEvery} {
+		if set[name] {
+			*dst = *map[string]*int{"k": f.k, "latent": f.latent, "layers": f.layers, "deepset": f.ds,
+				"steps": f.steps, "batch": f.batch, "val-every": f.valEvery}[name]
+		}
+	}
+	if set["width"] {
+		c.PhiWidth, c.Width = *f.width, *f.width
+	}
+	if set["lr"] {
+		t.LR = *f.lr
+	}
+	if set["min-lr"] {
+		t.MinLR = *f.minLR
+	}
+	if set["eta"] {
+		c.Eta = *f.eta
+	}
+	if set["logvar-init"] {
+		c.LogVarInit = *f.logvar
+	}
+	if set["norm"] {
+		c.Norm = vae.Norm(*f.norm)
+	}
+	if set["sign-flips"] {
+		c.SignFlips = *f.flips
+	}
+	if set["scale-eigvecs"] {
+		c.ScaleEigvecs = *f.scaleEig
+	}
+}
+
+func runTrainVAE(ctx context.Context, args []string) error {
+	fs := newFlagSet("train-vae", "lgflow train-vae -dataset D [-preset cpu|paper] -out DIR [-resume] [-seed S] [overrides]")
+	name := fs.String("dataset", "", "dataset (planar, tree, price, ...)")
+	preset := fs.String("preset", "cpu", "preset: cpu or paper")
+	out := fs.String("out", "", "output directory (vae.safetensors, state.safetensors)")
+	resume := fs.Bool("resume", false, "continue from OUT/state.safetensors")
+	seed := fs.Uint64("seed", 0, "seed of initialisation and batching")
+	dataSeed := fs.Uint64("data-seed", 0, "seed of the synthetic dataset")
+	dataDir := fs.String("data", "", "data directory (default ../shared/data)")
+	maxTime := fs.Duration("max-time", 0, "stop (resumably) after this long, e.g. 90m")
+	logEvery := fs.Int("log-every", 50, "steps between progress lines")
+	mf := newModelFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *name == "" || *out == "" {
+		return usagef("need -dataset and -out")
+	}
+	p, err := vae.PresetFor(*name, *preset)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	mf.apply(&p)
+	p.Train.Seed = *seed
+	if err := p.Model.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	train, err := loadPrepared(ctx, *name, "train", *dataDir, *dataSeed, *mf.ntrain, p.Model)
+	if err != nil {
+		return err
+	}
+	val, err := loadPrepared(ctx, *name, "val", *dataDir, *dataSeed, 0, p.Model)
+	if err != nil {
+		return err
+	}
+	cfgJSON, _ := json.Marshal(p)
+	fmt.Fprintf(stderr, "train-vae %s: %d train, %d val graphs; %s\n", *name, len(train.Graphs), len(val.Graphs), cfgJSON)
+	_, err = vae.Train(ctx, p.Model, p.Train, train, val, vae.TrainOptions{Dir: *out, Resume: *resume, LogEvery: *logEvery, MaxDuration: *maxTime,
+		Progress: func(pr vae.Progress) {
+			line := fmt.Sprintf("step %6d/%d  loss %.4f (edge %.4f node %.4f kl %.1f)  lr %.2e  %.2f steps/s  elapsed %s  eta %s",
+				pr.Step, pr.Steps, pr.Loss, pr.Edge, pr.Node, pr.KL, pr.LR, pr.StepsPerSecond, pr.Elapsed.Round(time.Second), pr.ETA.Round(time.Second))
+			if pr.Val != nil {
+				line += fmt.Sprintf("  val edge %.4f sample %.4f (best %.4f)", pr.Val.Edge(), pr.Val.Sample(), pr.BestSample)
+			}
+			fmt.Fprintln(stdout, line)
+		}})
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "interrupted; resume with -resume (state in %s)\n", filepath.Join(*out, vae.StateFile))
+	}
+	return err
+}
+
+func runRecon(ctx context.Context, args []string) error {
+	fs := newFlagSet("recon", "lgflow recon -vae FILE -dataset D [-split test] [-json]")
+	path := fs.String("vae", "", "LG-VAE checkpoint (vae.safetensors)")
+	name := fs.String("dataset", "", "dataset")
+	split := fs.String("split", "test", "split")
+	dataSeed := fs.Uint64("data-seed", 0, "seed of the synthetic dataset")
+	dataDir := fs.String("data", "", "data directory (default ../shared/data)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	batch := fs.Int("batch", 64, "batch size")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *path == "" || *name == "" {
+		return usagef("need -vae and -dataset")
+	}
+	m, err := vae.Load(*path)
+	if err != nil {
+		return err
+	}
+	d, err := loadPrepared(ctx, *name, *split, *dataDir, *dataSeed, 0, m.Cfg)
+	if err != nil {
+		return err
+	}
+	acc, err := vae.Reconstruct(ctx, m, d, *batch)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"edge_acc": acc.Edge(), "node_acc": acc.Node(), "sample_acc": acc.Sample(), "graphs": acc.Graphs})
+	}
+	fmt.Fprintf(stdout, "%s %s (%d graphs): edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f\n",
+		*name, *split, acc.Graphs, acc.Edge(), acc.Node(), acc.Sample())
+	return nil
+}
+

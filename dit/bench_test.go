@@ -1,0 +1,122 @@
+package dit_test
+
+import (
+	"testing"
+
+	"lgflow/autograd"
+	"lgflow/dit"
+	"lgflow/flow"
+	"lgflow/optim"
+	"lgflow/tensor"
+	"lgflow/trainer"
+)
+
+// benchCase is a DiT size with its batch and the reference PyTorch 1.13
+// CPU timings (2 threads, same machine, same configuration and batch).
+type benchCase struct {
+	name        string
+	cfg         dit.Config
+	sets        int     // batch size B; every set has 64 tokens
+	torchFwd    float64 // reference s per forward pass
+	torchTrain  float64 // reference s per training step
+	warmupTrain bool    // take one untimed training step first
+}
+
+func benchCases(b *testing.B) []benchCase {
+	t, err := dit.Preset("T", 16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	small := dit.Config{Dim: 16, Width: 128, Depth: 4, Heads: 4, MLPRatio: 4, SelfCond: true, TimeFreqDim: 256, InitStd: 0.02}
+	return []benchCase{
+		{name: "T", cfg: t, sets: 256, torchFwd: 3.96, torchTrain: 20.1},
+		{name: "small", cfg: small, sets: 64, torchFwd: 0.28, torchTrain: 0.97, warmupTrain: true},
+	}
+}
+
+const benchTokens = 64
+
+// benchInputs returns a batch x (B, 64, d), a full token mask, times and a
+// self-conditioning input, all float32.
+func benchInputs(c benchCase) (x, mask, sc *tensor.Tensor, ts []float64) {
+	r := tensor.NewRNG(1)
+	x = tensor.RandN(r, tensor.Float32, c.sets, benchTokens, c.cfg.Dim)
+	sc = tensor.RandN(r, tensor.Float32, c.sets, benchTokens, c.cfg.Dim)
+	mask = tensor.Full(tensor.Float32, 1, c.sets, benchTokens)
+	ts = make([]float64, c.sets)
+	for i := range ts {
+		ts[i] = r.Uniform()
+	}
+	return x, mask, sc, ts
+}
+
+func report(b *testing.B, sets int, torch float64) {
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(float64(sets)/sec, "sets/s")
+	b.ReportMetric(sec, "s/op")
+	b.ReportMetric(torch/sec, "x-torch")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkForward times one no-grad forward pass of the DiT (the work of
+// one sampling step) with a self-conditioning input, on B sets of 64
+// tokens, and reports sets/s, s/op and the speed-up over PyTorch.
+func BenchmarkForward(b *testing.B) {
+	for _, c := range benchCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			m, err := dit.New(c.cfg, tensor.NewRNG(1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			x, mask, sc, ts := benchInputs(c)
+			xv, scv := autograd.NewConst(x), autograd.NewConst(sc)
+			b.ResetTimer()
+			for range b.N {
+				tp := autograd.NoGrad()
+				m.Forward(tp, xv, ts, mask, scv)
+				tp.Release()
+			}
+			report(b, c.sets, c.torchFwd)
+		})
+	}
+}
+
+// BenchmarkTrainStep times one flow-matching training step of the DiT:
+// flow.Loss with self-conditioning always on (a no-grad forward pass, then
+// the training forward pass), backward and the AdamW update, as flow.Train
+// does it. It reports sets/s, s/op and the speed-up over PyTorch.
+//
+// T takes tens of seconds a step on two cores; run it with -benchtime=1x.
+func BenchmarkTrainStep(b *testing.B) {
+	for _, c := range benchCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			net, err := dit.New(c.cfg, tensor.NewRNG(1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			params := trainer.OptimParams(net)
+			opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: 2e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 1e-12})
+			if err != nil {
+				b.Fatal(err)
+			}
+			fc := flow.Config{DiT: c.cfg, Target: flow.PredictX0, SelfCondProb: 1, BatchSize: c.sets, Steps: 1, LR: 2e-4}
+			x1, mask, _, _ := benchInputs(c)
+			step := func(i int) {
+				tp := autograd.NewTape()
+				loss := flow.Loss(tp, net, fc, x1, mask, tensor.NewRNG(uint64(i)))
+				trainer.ZeroGrad(params)
+				tp.Backward(loss)
+				tp.Release()
+				opt.Step()
+			}
+			if c.warmupTrain {
+				step(-1)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				step(i)
+			}
+			report(b, c.sets, c.torchTrain)
+		})
+	}
+}

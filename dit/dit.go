@@ -1,0 +1,239 @@
+// Package dit implements the Diffusion Transformer used as LG-Flow's
+// denoiser: a permutation-equivariant set transformer over tokens of
+// dimension d, conditioned on a scalar time through adaptive layer norm
+// (adaLN).
+//
+// The network knows nothing of graphs. It maps a padded batch of token sets
+// x (B, N, d), a time per set t (B), a token mask (B, N) with 1 for real
+// tokens, and an optional self-conditioning input (B, N, d) to an output of
+// shape (B, N, d) that is zero on padded tokens. There is no positional
+// encoding: permuting the real tokens of a set permutes the output the same
+// way, and padding tokens never influence real ones. (The reference lets
+// token i attend to j iff mask_i == mask_j; lgflow masks padded keys, which
+// gives real tokens exactly the same outputs and is faster, since padded
+// rows only ever reach the masked-out output.)
+//
+// The architecture follows the LG-Flow reference (REFERENCE.md section 2.3):
+// input Linear(2d -> E) on [x, x_sc]; a 256-dimensional sinusoidal time
+// embedding (cos first) into Linear(256 -> E) -> SiLU -> Linear(E -> E);
+// blocks with shift/scale/gate adaLN modulation of an attention branch and an
+// MLP branch (LayerNorms with affine parameters, eps 1e-5); a final affine
+// LayerNorm and Linear(E -> d). Every Linear weight is initialised
+// N(0, 0.02²) and every bias 0.
+package dit
+
+import (
+	"fmt"
+	"math"
+
+	"lgflow/autograd"
+	"lgflow/nn"
+	"lgflow/tensor"
+)
+
+// Config describes a DiT. The zero value is not usable; start from a preset.
+type Config struct {
+	// Dim is the token (latent) dimension d.
+	Dim int `json:"dim"`
+	// Width is the hidden width E; it must be divisible by Heads.
+	Width int `json:"width"`
+	// Depth is the number of transformer blocks.
+	Depth int `json:"depth"`
+	// Heads is the number of attention heads.
+	Heads int `json:"heads"`
+	// MLPRatio sets the MLP hidden width to MLPRatio*Width (4 in DiT).
+	MLPRatio float64 `json:"mlp_ratio"`
+	// SelfCond adds the self-conditioning input: the input projection takes
+	// [x, x_sc] of width 2d instead of d.
+	SelfCond bool `json:"self_cond"`
+	// TimeFreqDim is the size of the sinusoidal time embedding (256).
+	TimeFreqDim int `json:"time_freq_dim"`
+	// InitStd is the standard deviation of the Linear weights (0.02).
+	InitStd float64 `json:"init_std"`
+}
+
+// Preset returns the named configuration for latent dimension dim:
+// "T" (DiT-T: 6 blocks, 6 heads, width 384), "S" (12, 6, 384),
+// "B" (12, 12, 768), and the CPU presets "small" (4 blocks, 4 heads, 128)
+// and "tiny" (2 blocks, 2 heads, 32).
+func Preset(name string, dim int) (Config, error) {
+	c := Config{Dim: dim, MLPRatio: 4, SelfCond: true, TimeFreqDim: 256, InitStd: 0.02}
+	switch name {
+	case "T":
+		c.Depth, c.Heads, c.Width = 6, 6, 384
+	case "S":
+		c.Depth, c.Heads, c.Width = 12, 6, 384
+	case "B":
+		c.Depth, c.Heads, c.Width = 12, 12, 768
+	case "small":
+		c.Depth, c.Heads, c.Width = 4, 4, 128
+	case "tiny":
+		c.Depth, c.Heads, c.Width = 2, 2, 32
+	default:
+		return Config{}, fmt.Errorf("dit: unknown preset %q (want T, S, B, small or tiny)", name)
+	}
+	return c, c.Validate()
+}
+
+// Validate reports whether c describes a buildable network.
+func (c Config) Validate() error {
+	switch {
+	case c.Dim <= 0:
+		return fmt.Errorf("dit: Dim must be positive, got %d", c.Dim)
+	case c.Width <= 0 || c.Depth <= 0 || c.Heads <= 0:
+		return fmt.Errorf("dit: Width, Depth and Heads must be positive, got %d, %d, %d", c.Width, c.Depth, c.Heads)
+	case c.Width%c.Heads != 0:
+		return fmt.Errorf("dit: Width %d is not divisible by Heads %d", c.Width, c.Heads)
+	case c.MLPRatio <= 0:
+		return fmt.Errorf("dit: MLPRatio must be positive, got %g", c.MLPRatio)
+	case c.TimeFreqDim <= 0 || c.TimeFreqDim%2 != 0:
+		return fmt.Errorf("dit: TimeFreqDim must be positive and even, got %d", c.TimeFreqDim)
+	}
+	return nil
+}
+
+// block is one adaLN transformer block.
+type block struct {
+	ada  *nn.Linear // E -> 6E: shift1, scale1, gate1, shift2, scale2, gate2
+	ln1  *nn.LayerNorm
+	attn *nn.MultiHeadSelfAttention
+	ln2  *nn.LayerNorm
+	mlp  *nn.MLP
+}
+
+func (b *block) Params() []nn.Param {
+	var ps []nn.Param
+	ps = append(ps, nn.ParamsOf("adaLN", b.ada)...)
+	ps = append(ps, nn.ParamsOf("norm1", b.ln1)...)
+	ps = append(ps, nn.ParamsOf("attn", b.attn)...)
+	ps = append(ps, nn.ParamsOf("norm2", b.ln2)...)
+	ps = append(ps, nn.ParamsOf("mlp", b.mlp)...)
+	return ps
+}
+
+// Model is a DiT. It is safe to run Forward from several goroutines at
+// once with separate tapes, as long as nobody updates the parameters.
+type Model struct {
+	Cfg    Config
+	in     *nn.Linear
+	time1  *nn.Linear
+	time2  *nn.Linear
+	blocks []*block
+	norm   *nn.LayerNorm
+	out    *nn.Linear
+	freqs  []float64
+}
+
+// New builds a DiT with weights drawn from r.
+func New(cfg Config, r *tensor.RNG, opts ...nn.Option) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	E := cfg.Width
+	lin := append([]nn.Option{nn.WithNormalInit(cfg.InitStd)}, opts...)
+	in := cfg.Dim
+	if cfg.SelfCond {
+		in = 2 * cfg.Dim
+	}
+	m := &Model{Cfg: cfg}
+	m.in = nn.NewLinear(r, in, E, lin...)
+	m.time1 = nn.NewLinear(r, cfg.TimeFreqDim, E, lin...)
+	m.time2 = nn.NewLinear(r, E, E, lin...)
+	hidden := int(math.Round(cfg.MLPRatio * float64(E)))
+	for range cfg.Depth {
+		b := &block{
+			ada:  nn.NewLinear(r, E, 6*E, lin...),
+			ln1:  nn.NewLayerNorm(E, 1e-5, opts...),
+			attn: nn.NewMultiHeadSelfAttention(r, E, cfg.Heads, lin...),
+			ln2:  nn.NewLayerNorm(E, 1e-5, opts...),
+			mlp:  nn.NewMLP(r, []int{E, hidden, E}, append(lin, nn.WithActivation(nn.GELU))...),
+		}
+		m.blocks = append(m.blocks, b)
+	}
+	m.norm = nn.NewLayerNorm(E, 1e-5, opts...)
+	m.out = nn.NewLinear(r, E, cfg.Dim, lin...)
+	half := cfg.TimeFreqDim / 2
+	m.freqs = make([]float64, half)
+	for k := range half {
+		m.freqs[k] = math.Exp(-math.Log(1e4) * float64(k) / float64(half))
+	}
+	return m, nil
+}
+
+// Params lists the trainable parameters with dotted names.
+func (m *Model) Params() []nn.Param {
+	var ps []nn.Param
+	ps = append(ps, nn.ParamsOf("x_embed", m.in)...)
+	ps = append(ps, nn.ParamsOf("t_embed.0", m.time1)...)
+	ps = append(ps, nn.ParamsOf("t_embed.2", m.time2)...)
+	for i, b := range m.blocks {
+		ps = append(ps, nn.ParamsOf(fmt.Sprintf("blocks.%d", i), b)...)
+	}
+	ps = append(ps, nn.ParamsOf("final_norm", m.norm)...)
+	ps = append(ps, nn.ParamsOf("final", m.out)...)
+	return ps
+}
+
+// TimeEmbedding returns the sinusoidal embedding of t (length B) as a
+// (B, TimeFreqDim) tensor of the given dtype: [cos(t f_k), sin(t f_k)] with
+// f_k = exp(-ln(1e4) k / (TimeFreqDim/2)).
+func (m *Model) TimeEmbedding(dt tensor.DType, t []float64) *tensor.Tensor {
+	half := len(m.freqs)
+	e := tensor.New(dt, len(t), 2*half)
+	for b, tb := range t {
+		for k, f := range m.freqs {
+			e.Set(math.Cos(tb*f), b, k)
+			e.Set(math.Sin(tb*f), b, half+k)
+		}
+	}
+	return e
+}
+
+// Forward computes the network output for x (B, N, d) at times t (len B)
+// with token mask (B, N) (1 = real token; nil = all real) and the
+// self-conditioning input xsc (B, N, d), which may be nil (treated as
+// zeros). The result has shape (B, N, d) and is zero on padded tokens.
+func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *tensor.Tensor, xsc *autograd.Var) *autograd.Var {
+	shape := x.Shape()
+	if len(shape) != 3 || shape[2] != m.Cfg.Dim {
+		panic(fmt.Sprintf("dit.Forward: x has shape %v, want (B, N, %d)", shape, m.Cfg.Dim))
+	}
+	B, N := shape[0], shape[1]
+	if len(t) != B {
+		panic(fmt.Sprintf("dit.Forward: %d times for batch of %d", len(t), B))
+	}
+	dt := x.DType()
+	if mask == nil {
+		mask = tensor.Full(dt, 1, B, N)
+	}
+	mask3 := autograd.NewConst(mask.Reshape(B, N, 1))
+	h := x
+	if m.Cfg.SelfCond {
+		if xsc == nil {
+			xsc = autograd.NewConst(tensor.New(dt, shape...))
+		}
+		h = tp.Concat(2, x, xsc)
+	}
+	h = tp.Mul(m.in.Forward(tp, h), mask3)
+
+	c := autograd.NewConst(m.TimeEmbedding(dt, t))
+	c = m.time2.Forward(tp, tp.SiLU(m.time1.Forward(tp, c)))
+	sc := tp.Unsqueeze(tp.SiLU(c), 1) // (B, 1, E)
+
+	E := m.Cfg.Width
+	for _, b := range m.blocks {
+		mod := tp.Split(b.ada.Forward(tp, sc), 2, E, E, E, E, E, E)
+		shift1, scale1, gate1, shift2, scale2, gate2 := mod[0], mod[1], mod[2], mod[3], mod[4], mod[5]
+		a := modulate(tp, b.ln1.Forward(tp, h), shift1, scale1)
+		h = tp.Add(h, tp.Mul(gate1, b.attn.Forward(tp, a, mask)))
+		f := modulate(tp, b.ln2.Forward(tp, h), shift2, scale2)
+		h = tp.Add(h, tp.Mul(gate2, b.mlp.Forward(tp, f)))
+	}
+	out := m.out.Forward(tp, m.norm.Forward(tp, h))
+	return tp.Mul(out, mask3)
+}
+
+// modulate returns x*(1+scale) + shift.
+func modulate(tp *autograd.Tape, x, shift, scale *autograd.Var) *autograd.Var {
+	return tp.Add(tp.Add(x, tp.Mul(x, scale)), shift)
+}

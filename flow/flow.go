@@ -1,0 +1,206 @@
+// Package flow implements LG-Flow: flow matching in the frozen latent space
+// of an LG-VAE with a Diffusion Transformer denoiser, and sampling of new
+// graphs from it.
+//
+// Time runs from t = 0 (noise x0 ~ N(0, I)) to t = 1 (data x1 = s·z, with
+// z the LG-VAE latents and s a global scale), along x_t = (1-t)x0 + t·x1.
+// By default the network predicts the noise x0 and is trained with the
+// 1/max(t, 0.1) weighting of the reference implementation (equal to the
+// velocity loss for t >= 0.1); velocity prediction is an option. Training
+// times are logit-normal, mixed 2% with uniform, in [0.01, 0.99].
+// Self-conditioning feeds the previous x0 prediction back as input.
+//
+// A trained Model holds everything sampling needs: the EMA weights of the
+// DiT, its configuration, the latent scale and the node-count distribution
+// of the training split. Sample is safe for concurrent use.
+package flow
+
+import (
+	"fmt"
+	"slices"
+
+	"lgflow/dit"
+	"lgflow/nn"
+	"lgflow/safetensors"
+	"lgflow/tensor"
+	"lgflow/trainer"
+	"lgflow/vae"
+)
+
+// Target is what the denoiser predicts.
+type Target string
+
+const (
+	// PredictX0 predicts the noise x0 (the reference's choice, default).
+	PredictX0 Target = "x0"
+	// PredictVelocity predicts the velocity x1 - x0.
+	PredictVelocity Target = "velocity"
+)
+
+// Config is the recipe of an LG-Flow model and its training.
+type Config struct {
+	DiT    dit.Config `json:"dit"`
+	Target Target     `json:"target"`
+	// SelfCondProb is the probability that a training batch uses
+	// self-conditioning (0.5).
+	SelfCondProb float64 `json:"self_cond_prob"`
+	// SampleLatents draws z = mu + sigma*eps afresh every step instead of
+	// using z = mu.
+	SampleLatents bool    `json:"sample_latents"`
+	BatchSize     int     `json:"batch_size"`
+	Steps         int     `json:"steps"`
+	LR            float64 `json:"lr"`
+	WeightDecay   float64 `json:"weight_decay"`
+	Beta1         float64 `json:"beta1"`
+	Beta2         float64 `json:"beta2"`
+	// EMABeta and EMAAfter configure the EMA (0.9999 after 1000 steps).
+	EMABeta  float64 `json:"ema_beta"`
+	EMAAfter int     `json:"ema_after"`
+	// ValEvery is the number of steps between validation sampling runs;
+	// ValSamples the number of graphs sampled then; ValSteps the number of
+	// sampler steps used.
+	ValEvery   int `json:"val_every"`
+	ValSamples int `json:"val_samples"`
+	ValSteps   int `json:"val_steps"`
+	// CheckpointEvery is the number of steps between resumable checkpoints.
+	CheckpointEvery int    `json:"checkpoint_every"`
+	Seed            uint64 `json:"seed"`
+}
+
+// Validate reports whether c is usable.
+func (c Config) Validate() error {
+	if err := c.DiT.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Target != PredictX0 && c.Target != PredictVelocity:
+		return fmt.Errorf("flow: unknown Target %q (want x0 or velocity)", c.Target)
+	case c.BatchSize <= 0 || c.Steps <= 0:
+		return fmt.Errorf("flow: BatchSize and Steps must be positive (got %d, %d)", c.BatchSize, c.Steps)
+	case c.SelfCondProb < 0 || c.SelfCondProb > 1:
+		return fmt.Errorf("flow: SelfCondProb must be in [0, 1], got %g", c.SelfCondProb)
+	case c.LR <= 0:
+		return fmt.Errorf("flow: LR must be positive, got %g", c.LR)
+	}
+	return nil
+}
+
+// Preset returns a training recipe: "T", "S", "B" are the paper's DiT
+// sizes with its optimiser settings (REFERENCE.md 2.2); "cpu" is a small
+// DiT that trains on two cores; "tiny" is for tests.
+func Preset(name string, latentDim int) (Config, error) {
+	size := name
+	if name == "cpu" {
+		size = "small"
+	}
+	d, err := dit.Preset(size, latentDim)
+	if err != nil {
+		return Config{}, fmt.Errorf("flow: unknown preset %q (want cpu, T, S, B or tiny)", name)
+	}
+	c := Config{DiT: d, Target: PredictX0, SelfCondProb: 0.5, SampleLatents: true,
+		BatchSize: 256, Steps: 500000, LR: 2e-4, WeightDecay: 1e-12, Beta1: 0.9, Beta2: 0.95,
+		EMABeta: 0.9999, EMAAfter: 1000, ValEvery: 5000, ValSamples: 256, ValSteps: 100, CheckpointEvery: 1000}
+	switch name {
+	case "cpu":
+		c.BatchSize, c.Steps, c.LR, c.ValEvery, c.CheckpointEvery = 64, 40000, 5e-4, 2000, 500
+		c.EMABeta, c.EMAAfter = 0.999, 200
+		c.ValSamples, c.ValSteps = 64, 50
+	case "tiny":
+		c.BatchSize, c.Steps, c.LR, c.ValEvery, c.CheckpointEvery = 8, 100, 1e-3, 0, 0
+		c.EMABeta, c.EMAAfter = 0.99, 10
+		c.ValSamples, c.ValSteps = 8, 10
+	}
+	return c, c.Validate()
+}
+
+// Model is a trained LG-Flow model bound to its LG-VAE.
+type Model struct {
+	Cfg Config
+	// VAE is the frozen autoencoder whose decoder turns latents into graphs.
+	VAE *vae.Model
+	// Net holds the EMA weights used for sampling.
+	Net *dit.Model
+	// Scale is the latent scale s: the network works on s·z.
+	Scale float64
+	// NodeCounts[n] is the number of training graphs with n nodes; sampled
+	// graphs draw their sizes from this histogram.
+	NodeCounts []int
+}
+
+// Metadata keys of a flow checkpoint.
+const (
+	metaScale      = "latent_scale"
+	metaNodeCounts = "node_counts"
+	metaVAEConfig  = "vae_config"
+	kindFlow       = "lgflow.flow"
+)
+
+// Save writes the sampling model (EMA weights, configuration, latent scale,
+// node-count distribution and the configuration of the LG-VAE it was
+// trained with) to path atomically.
+func (m *Model) Save(path string, extra map[string]string) error {
+	meta := map[string]string{
+		trainer.MetaKind:   kindFlow,
+		trainer.MetaConfig: trainer.MarshalMeta(m.Cfg),
+		metaScale:          trainer.MarshalMeta(m.Scale),
+		metaNodeCounts:     trainer.MarshalMeta(m.NodeCounts),
+		metaVAEConfig:      trainer.MarshalMeta(m.VAE.Cfg),
+	}
+	for k, v := range extra {
+		meta[k] = v
+	}
+	return safetensors.Save(path, nn.StateDict(m.Net), meta)
+}
+
+// Load reads a flow checkpoint written by Save and binds it to the given
+// LG-VAE, which must have the configuration the flow was trained with.
+func Load(path string, ae *vae.Model) (*Model, error) {
+	f, err := safetensors.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := FromFile(f, ae)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// FromFile builds a Model from decoded safetensors contents.
+func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
+	if k := f.Metadata[trainer.MetaKind]; k != kindFlow {
+		return nil, fmt.Errorf("not an LG-Flow checkpoint (kind %q)", k)
+	}
+	m := &Model{VAE: ae}
+	if err := trainer.UnmarshalMeta(f.Metadata, trainer.MetaConfig, &m.Cfg); err != nil {
+		return nil, err
+	}
+	if err := trainer.UnmarshalMeta(f.Metadata, metaScale, &m.Scale); err != nil {
+		return nil, err
+	}
+	if err := trainer.UnmarshalMeta(f.Metadata, metaNodeCounts, &m.NodeCounts); err != nil {
+		return nil, err
+	}
+	var vc vae.Config
+	if err := trainer.UnmarshalMeta(f.Metadata, metaVAEConfig, &vc); err != nil {
+		return nil, err
+	}
+	if vc != ae.Cfg {
+		return nil, fmt.Errorf("trained with LG-VAE config %+v, given %+v", vc, ae.Cfg)
+	}
+	if m.Scale <= 0 {
+		return nil, fmt.Errorf("latent scale %g is not positive", m.Scale)
+	}
+	if len(m.NodeCounts) == 0 || slices.Max(m.NodeCounts) <= 0 {
+		return nil, fmt.Errorf("empty node-count distribution")
+	}
+	net, err := dit.New(m.Cfg.DiT, tensor.NewRNG(0))
+	if err != nil {
+		return nil, err
+	}
+	if err := nn.LoadStateDict(net, f.Tensors); err != nil {
+		return nil, err
+	}
+	m.Net = net
+	return m, nil
+}

@@ -1,0 +1,384 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"lgflow/autograd"
+	"lgflow/dit"
+	"lgflow/graph"
+	"lgflow/optim"
+	"lgflow/tensor"
+	"lgflow/trainer"
+	"lgflow/vae"
+)
+
+// Latents are the frozen LG-VAE posteriors of a training set: per graph
+// the mean and log-variance of every node's latent, (N_i, d) float32.
+type Latents struct {
+	Mu, LogVar []*tensor.Tensor
+}
+
+// EncodeLatents encodes every graph of d with the frozen LG-VAE in
+// evaluation mode. Because evaluation-mode encoding is deterministic and
+// batch-independent in lgflow, encoding once is equivalent to re-encoding
+// every step as the reference implementation does.
+func EncodeLatents(ctx context.Context, ae *vae.Model, d *vae.Dataset, batch int, progress func(done, total int)) (*Latents, error) {
+	ae.Train(false)
+	if batch <= 0 {
+		batch = 64
+	}
+	l := &Latents{}
+	for lo := 0; lo < len(d.Graphs); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hi := min(lo+batch, len(d.Graphs))
+		b := graph.NewBatch(d.Graphs[lo:hi])
+		tp := autograd.NoGrad()
+		mu, lv := ae.Encode(tp, b, d.Features[lo:hi], nil)
+		mu32, lv32 := mu.Value.To(tensor.Float32), lv.Value.To(tensor.Float32)
+		for i := range b.Len() {
+			l.Mu = append(l.Mu, mu32.Slice(0, b.NodeOffset[i], b.NodeOffset[i+1]).Clone())
+			l.LogVar = append(l.LogVar, lv32.Slice(0, b.NodeOffset[i], b.NodeOffset[i+1]).Clone())
+		}
+		tp.Release()
+		if progress != nil {
+			progress(hi, len(d.Graphs))
+		}
+	}
+	return l, nil
+}
+
+// batchLatents returns the padded (B, N, d) latents x1 = s·z of the graphs
+// idx (z = mu, or mu + sigma*eps when sample is set) and their mask (B, N).
+func (l *Latents) batchLatents(idx []int, scale float64, sample bool, r *tensor.RNG) (x1, mask *tensor.Tensor) {
+	d := l.Mu[0].Dim(1)
+	n := 0
+	for _, i := range idx {
+		n = max(n, l.Mu[i].Dim(0))
+	}
+	x1 = tensor.New(tensor.Float32, len(idx), n, d)
+	mask = tensor.New(tensor.Float32, len(idx), n)
+	xd, md := x1.Data32(), mask.Data32()
+	for b, i := range idx {
+		mu, lv := l.Mu[i].Data32(), l.LogVar[i].Data32()
+		rows := l.Mu[i].Dim(0)
+		for j := range rows * d {
+			z := float64(mu[j])
+			if sample {
+				z += math.Exp(0.5*float64(lv[j])) * r.Normal()
+			}
+			xd[b*n*d+j] = float32(scale * z)
+		}
+		for j := range rows {
+			md[b*n+j] = 1
+		}
+	}
+	return x1, mask
+}
+
+// latentScale returns 1 / std of all entries of z = mu (+ noise) over the
+// first batch, the reference's global latent scale.
+func (l *Latents) latentScale(idx []int, sample bool, r *tensor.RNG) float64 {
+	var s, s2 float64
+	var cnt int
+	x1, mask := l.batchLatents(idx, 1, sample, r)
+	d := x1.Dim(2)
+	xd, md := x1.Data32(), mask.Data32()
+	for t, m := range md {
+		if m == 0 {
+			continue
+		}
+		for _, v := range xd[t*d : (t+1)*d] {
+			s += float64(v)
+			s2 += float64(v) * float64(v)
+			cnt++
+		}
+	}
+	mean := s / float64(cnt)
+	std := math.Sqrt(s2/float64(cnt) - mean*mean)
+	if std == 0 || math.IsNaN(std) {
+		return 1
+	}
+	return 1 / std
+}
+
+// Progress is reported by Train.
+type Progress struct {
+	Step, Steps int
+	Loss        float64
+	// Score is the latest validation score (NaN before the first).
+	Score, BestScore float64
+	Elapsed, ETA     time.Duration
+	StepsPerSecond   float64
+}
+
+// TrainOptions controls Train's output and validation.
+type TrainOptions struct {
+	// Dir receives flow.safetensors (the best sampling model) and
+	// state.safetensors (resumable). Empty: nothing is written.
+	Dir    string
+	Resume bool
+	// Score rates validation samples (higher is better, e.g. the fraction
+	// of valid graphs); nil disables validation-based selection and the
+	// last model is kept.
+	Score    func(gs []*graph.Graph) float64
+	Progress func(Progress)
+	LogEvery int
+	// MaxDuration stops training (after a checkpoint) once exceeded.
+	MaxDuration time.Duration
+}
+
+// Checkpoint files in TrainOptions.Dir.
+const (
+	ModelFile = "flow.safetensors"
+	StateFile = "state.safetensors"
+)
+
+// NodeCountHistogram returns counts[n] = number of graphs with n nodes.
+func NodeCountHistogram(gs []*graph.Graph) []int {
+	var c []int
+	for _, g := range gs {
+		for len(c) <= g.N() {
+			c = append(c, 0)
+		}
+		c[g.N()]++
+	}
+	return c
+}
+
+// sampleTime draws training times: logit-normal(0, 1) mixed 2% with
+// uniform, rescaled to [0.01, 0.99].
+func sampleTime(r *tensor.RNG, n int) []float64 {
+	t := make([]float64, n)
+	for i := range t {
+		p := 1 / (1 + math.Exp(-r.Normal()))
+		p = 0.98*p + 0.02*r.Uniform()
+		t[i] = 0.01 + 0.98*p
+	}
+	return t
+}
+
+// Loss computes the flow-matching loss of net on a batch x1 (B, N, d) with
+// mask (B, N), drawing noise, times and the self-conditioning decision
+// from r. It is exported for benchmarks and tests.
+func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *autograd.Var {
+	B, N, d := x1.Dim(0), x1.Dim(1), x1.Dim(2)
+	t := sampleTime(r, B)
+	x0 := tensor.RandN(r, x1.DType(), B, N, d)
+	mask3 := mask.Reshape(B, N, 1)
+	tensor.Mul(x0, x0, mask3)
+	xt := tensor.New(x1.DType(), B, N, d)
+	tt := tensor.New(x1.DType(), B, 1, 1)
+	for b, v := range t {
+		tt.Set(v, b, 0, 0)
+	}
+	// xt = x0 + t (x1 - x0)
+	tensor.Sub(xt, x1, x0)
+	tensor.Mul(xt, xt, tt)
+	tensor.Add(xt, xt, x0)
+	xtV := autograd.NewConst(xt)
+	var xsc *autograd.Var
+	if cfg.DiT.SelfCond && r.Uniform() < cfg.SelfCondProb {
+		ng := autograd.NoGrad()
+		p := net.Forward(ng, xtV, t, mask, nil)
+		xsc = autograd.NewConst(p.Value.Clone())
+		ng.Release()
+	}
+	pred := net.Forward(tp, xtV, t, mask, xsc)
+	// Per-graph weights: mask / (n_valid * d * B) and, for x0 prediction,
+	// 1 / max(t, 0.1)^2.
+	w := tensor.New(x1.DType(), B, N, 1)
+	md := mask.To(tensor.Float64).Data64()
+	for b := range B {
+		nv := 0.0
+		for j := range N {
+			nv += md[b*N+j]
+		}
+		if nv == 0 {
+			continue
+		}
+		c := 1 / (nv * float64(d) * float64(B))
+		if cfg.Target == PredictX0 {
+			c /= math.Pow(max(t[b], 0.1), 2)
+		}
+		for j := range N {
+			w.Set(c*md[b*N+j], b, j, 0)
+		}
+	}
+	target := x0
+	if cfg.Target == PredictVelocity {
+		target = tensor.Sub(nil, x1, x0)
+	}
+	return tp.SquaredError(pred, autograd.NewConst(target), w)
+}
+
+// Train trains an LG-Flow model in the latent space of the frozen ae on the
+// training set train (with its latents precomputed by EncodeLatents).
+func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.DiT.Dim != ae.Cfg.Latent {
+		return nil, fmt.Errorf("flow: DiT dimension %d does not match the LG-VAE latent dimension %d", cfg.DiT.Dim, ae.Cfg.Latent)
+	}
+	if len(lat.Mu) != len(train.Graphs) || len(lat.Mu) == 0 {
+		return nil, fmt.Errorf("flow: %d latents for %d training graphs", len(lat.Mu), len(train.Graphs))
+	}
+	net, err := dit.New(cfg.DiT, tensor.NewRNG(cfg.Seed))
+	if err != nil {
+		return nil, err
+	}
+	params := trainer.OptimParams(net)
+	opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: cfg.LR, Beta1: cfg.Beta1, Beta2: cfg.Beta2, Eps: 1e-8, WeightDecay: cfg.WeightDecay})
+	if err != nil {
+		return nil, err
+	}
+	ema, err := optim.NewEMA(params, optim.EMAConfig{Beta: cfg.EMABeta, UpdateAfterStep: cfg.EMAAfter, UpdateEvery: 1, InvGamma: 1, Power: 2.0 / 3})
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{Cfg: cfg, VAE: ae, NodeCounts: NodeCountHistogram(train.Graphs)}
+	n := len(train.Graphs)
+	m.Scale = lat.latentScale(batchIdx(cfg.Seed, n, cfg.BatchSize, 0), cfg.SampleLatents, tensor.NewRNG(cfg.Seed^0x5ca1e))
+
+	step, best := 0, math.Inf(-1)
+	statePath, modelPath := "", ""
+	meta := map[string]string{trainer.MetaKind: "lgflow.flow.state", trainer.MetaConfig: trainer.MarshalMeta(cfg)}
+	if opts.Dir != "" {
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return nil, err
+		}
+		statePath, modelPath = filepath.Join(opts.Dir, StateFile), filepath.Join(opts.Dir, ModelFile)
+		if opts.Resume {
+			if _, err := os.Stat(statePath); err == nil {
+				st, err := trainer.LoadState(statePath, net, opt)
+				if err != nil {
+					return nil, fmt.Errorf("flow: resume: %w", err)
+				}
+				var saved Config
+				if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || saved != cfg {
+					return nil, fmt.Errorf("flow: resume: %s was written for a different configuration", statePath)
+				}
+				if err := ema.LoadWeights(st.Extra); err != nil {
+					return nil, fmt.Errorf("flow: resume: EMA weights: %w", err)
+				}
+				step = st.Step
+				fmt.Sscan(st.Meta["best_score"], &best)
+				fmt.Sscan(st.Meta[metaScale], &m.Scale)
+			}
+		}
+	}
+	meta[metaScale] = fmt.Sprint(m.Scale)
+	save := func() error {
+		if statePath == "" {
+			return nil
+		}
+		meta["best_score"] = fmt.Sprint(best)
+		return trainer.SaveState(statePath, net, opt, step, meta, ema.Weights())
+	}
+	// sampler returns a Model whose Net holds the current EMA weights.
+	sampler := func() (*Model, error) {
+		s := *m
+		s.Net, err = dit.New(cfg.DiT, tensor.NewRNG(0))
+		if err != nil {
+			return nil, err
+		}
+		if err := ema.CopyTo(trainer.OptimParams(s.Net)); err != nil {
+			return nil, err
+		}
+		return &s, nil
+	}
+	logEvery := opts.LogEvery
+	if logEvery <= 0 {
+		logEvery = 50
+	}
+	clock := trainer.NewClock(step)
+	score := math.NaN()
+	for step < cfg.Steps {
+		if err := ctx.Err(); err != nil {
+			return m, errors.Join(err, save())
+		}
+		if opts.MaxDuration > 0 && clock.Elapsed() > opts.MaxDuration {
+			break
+		}
+		r := tensor.NewRNG(cfg.Seed ^ (uint64(step)+1)*0x9e3779b97f4a7c15)
+		x1, mask := lat.batchLatents(batchIdx(cfg.Seed, n, cfg.BatchSize, step), m.Scale, cfg.SampleLatents, r)
+		tp := autograd.NewTape()
+		loss := Loss(tp, net, cfg, x1, mask, r)
+		lv := loss.Value.Item()
+		if math.IsNaN(lv) || math.IsInf(lv, 0) {
+			tp.Release()
+			return m, fmt.Errorf("flow: step %d: loss is %v", step, lv)
+		}
+		trainer.ZeroGrad(params)
+		tp.Backward(loss)
+		tp.Release()
+		if err := optim.CheckFinite(params); err != nil {
+			return m, fmt.Errorf("flow: step %d: %w", step, err)
+		}
+		opt.Step()
+		step++
+		ema.Update(step)
+
+		validated := false
+		if opts.Score != nil && cfg.ValEvery > 0 && (step%cfg.ValEvery == 0 || step == cfg.Steps) {
+			s, err := sampler()
+			if err != nil {
+				return m, err
+			}
+			gs, err := Sample(ctx, s, cfg.ValSamples, WithSeed(cfg.Seed+uint64(step)), WithSteps(cfg.ValSteps))
+			if err != nil {
+				return m, errors.Join(err, save())
+			}
+			score, validated = opts.Score(gs), true
+			if score > best {
+				best = score
+				if modelPath != "" {
+					if err := s.Save(modelPath, map[string]string{"val_score": fmt.Sprint(score), "step": fmt.Sprint(step)}); err != nil {
+						return m, err
+					}
+				}
+			}
+		}
+		if statePath != "" && cfg.CheckpointEvery > 0 && step%cfg.CheckpointEvery == 0 {
+			if err := save(); err != nil {
+				return m, err
+			}
+		}
+		if opts.Progress != nil && (step%logEvery == 0 || validated || step == cfg.Steps) {
+			opts.Progress(Progress{Step: step, Steps: cfg.Steps, Loss: lv, Score: score, BestScore: best,
+				Elapsed: clock.Elapsed(), ETA: clock.ETA(step, cfg.Steps), StepsPerSecond: clock.Rate(step)})
+		}
+	}
+	s, err := sampler()
+	if err != nil {
+		return m, err
+	}
+	m.Net = s.Net
+	if modelPath != "" && (opts.Score == nil || cfg.ValEvery <= 0 || math.IsInf(best, -1)) {
+		if err := m.Save(modelPath, map[string]string{"step": fmt.Sprint(step)}); err != nil {
+			return m, err
+		}
+	}
+	return m, save()
+}
+
+// batchIdx returns a step's batch of training indices (epoch-wise seeded
+// permutations), a pure function of (seed, step) so resuming is exact.
+func batchIdx(seed uint64, n, batch, step int) []int {
+	per := max(n/batch, 1)
+	epoch, pos := step/per, step%per
+	perm := tensor.NewRNG(seed ^ 0xf10f10 ^ uint64(epoch)*0x2545f4914f6cdd1d).Perm(n)
+	idx := make([]int, batch)
+	for i := range idx {
+		idx[i] = perm[(pos*batch+i)%n]
+	}
+	return idx
+}

@@ -1,0 +1,429 @@
+package mol
+
+import (
+	"fmt"
+	"slices"
+)
+
+// kekulize replaces aromatic bonds by a Kekulé structure, following RDKit's
+// Kekulize: within every fused ring system (rings sharing a bond) the atoms
+// that need a double bond are found from their valence state, and a
+// perfect matching over the aromatic bonds between them is chosen. Atom and
+// bond aromatic flags are cleared afterwards; the H of a neutral aromatic
+// N or P with one stated H becomes implicit again.
+func (m *Mol) kekulize() error {
+	n := len(m.Atoms)
+	found := false
+	for i := range m.Bonds {
+		if m.Bonds[i].Aromatic || m.Bonds[i].Order == Aromatic {
+			found = true
+			break
+		}
+	}
+	if !found {
+		for i := range m.Atoms {
+			if m.Atoms[i].Aromatic {
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	ri := m.Rings()
+	m.kekAtoms, m.kekBonds = m.kekAtoms[:0], m.kekBonds[:0]
+	// fused systems: rings sharing at least one bond
+	nr := len(ri.AtomRings)
+	parent := make([]int, nr)
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(x int) int {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	bondRing := make([]int, len(m.Bonds))
+	for i := range bondRing {
+		bondRing[i] = -1
+	}
+	for r, br := range ri.BondRings {
+		for _, b := range br {
+			if o := bondRing[b]; o >= 0 {
+				if a, c := find(o), find(r); a != c {
+					parent[a] = c
+				}
+			} else {
+				bondRing[b] = r
+			}
+		}
+	}
+	inSys := make([]int, n) // system id + 1 per atom
+	sysOf := make([]int, nr)
+	for i := range sysOf {
+		sysOf[i] = -1
+	}
+	var systems [][]int
+	for r, ar := range ri.AtomRings {
+		root := find(r)
+		id := sysOf[root]
+		if id < 0 {
+			id = len(systems)
+			sysOf[root] = id
+			systems = append(systems, nil)
+		}
+		for _, a := range ar {
+			if inSys[a] == 0 {
+				inSys[a] = id + 1
+				systems[id] = append(systems[id], a)
+			} else if inSys[a] != id+1 {
+				// spiro atom shared by two systems: belongs to both
+				if !slices.Contains(systems[id], a) {
+					systems[id] = append(systems[id], a)
+				}
+			}
+		}
+	}
+	arom := make([]bool, n)
+	for i := range m.Atoms {
+		arom[i] = m.isAromaticAtom(i)
+	}
+	cand := make([]bool, n)
+	var makeSingle []int
+	for _, sys := range systems {
+		hasArom := false
+		for _, a := range sys {
+			if arom[a] || m.Atoms[a].Element == 0 {
+				hasArom = true
+				break
+			}
+		}
+		if !hasArom {
+			continue
+		}
+		for _, a := range sys {
+			at := &m.Atoms[a]
+			if at.Element != 0 && !arom[a] {
+				continue
+			}
+			sbo, nToIgnore := 0, 0
+			_, bds := m.Neighbors(a)
+			for _, b := range bds {
+				bd := &m.Bonds[b]
+				if bd.Aromatic && (bd.Order == Single || bd.Order == Double || bd.Order == Aromatic) {
+					sbo++
+					makeSingle = append(makeSingle, int(b))
+				} else {
+					c := (bd.Order.valence2() + 1) / 2
+					sbo += c
+					if c == 0 {
+						nToIgnore++
+					}
+				}
+			}
+			if at.Element == 0 {
+				cand[a] = true // dummies: may take a double bond
+				continue
+			}
+			tHs := at.ExplicitHs + m.ImplicitHs(a)
+			sbo += tHs
+			dv := DefaultValence(at.Element)
+			chrg := chargeShift(at.Element, at.Charge)
+			dv += chrg
+			tbo := at.explVal + m.ImplicitHs(a)
+			nRad := at.Radicals
+			totalDegree := m.Degree(a) + m.ImplicitHs(a) - nToIgnore
+			vals := elementTable[at.Element].valences
+			for vi := 1; tbo > dv && vi < len(vals) && vals[vi] > 0; vi++ {
+				dv = int(vals[vi]) + chrg
+			}
+			if tbo == 5 && sbo == 4 && dv == 3 && totalDegree == 3 && nRad == 0 && chrg == 0 && tHs == 0 {
+				switch at.Element {
+				case 7, 15, 33:
+					dv = 5
+				}
+			}
+			if totalDegree+nRad >= dv {
+				continue
+			}
+			if dv == sbo+1+nRad {
+				cand[a] = true
+			} else if nRad == 0 && at.NoImplicit && dv == sbo+2 {
+				cand[a] = true
+			}
+		}
+	}
+	for _, b := range makeSingle {
+		m.Bonds[b].Order = Single
+	}
+	// perfect matching per system over aromatic bonds between candidates
+	local := make([]int, n)
+	for i := range local {
+		local[i] = -1
+	}
+	for _, sys := range systems {
+		var cs []int
+		for _, a := range sys {
+			if cand[a] {
+				cs = append(cs, a)
+			}
+		}
+		if len(cs) == 0 {
+			continue
+		}
+		for k, a := range cs {
+			local[a] = k
+		}
+		g := make([][]int, len(cs))
+		gb := make([][]int, len(cs))
+		for k, a := range cs {
+			nbrs, bds := m.Neighbors(a)
+			for j, w := range nbrs {
+				l := local[w]
+				if l < 0 {
+					continue
+				}
+				bd := &m.Bonds[bds[j]]
+				if bd.Aromatic || m.Atoms[a].Element == 0 || m.Atoms[w].Element == 0 {
+					g[k] = append(g[k], l)
+					gb[k] = append(gb[k], int(bds[j]))
+					if l > k {
+						m.kekBonds = append(m.kekBonds, int(bds[j]))
+					}
+				}
+			}
+		}
+		for _, a := range cs {
+			local[a] = -1
+		}
+		m.kekAtoms = append(m.kekAtoms, cs...)
+		match := maxMatching(g)
+		var unmatched []int
+		for k, mk := range match {
+			if mk < 0 && m.Atoms[cs[k]].Element != 0 {
+				unmatched = append(unmatched, cs[k])
+			}
+		}
+		if len(unmatched) > 0 {
+			return &SanitizeError{Kind: KekulizeError, Atoms: unmatched,
+				Msg: "Can't kekulize mol.  Unkekulized atoms:" + joinInts(unmatched)}
+		}
+		for k, mk := range match {
+			if mk > k {
+				for j, l := range g[k] {
+					if l == mk {
+						m.Bonds[gb[k][j]].Order = Double
+						break
+					}
+				}
+			}
+		}
+	}
+	for i := range m.Bonds {
+		m.Bonds[i].Aromatic = false
+	}
+	var resetHs []int
+	for i := range m.Atoms {
+		a := &m.Atoms[i]
+		if !a.Aromatic {
+			continue
+		}
+		if ri.atomCount[i] == 0 {
+			return &SanitizeError{Kind: KekulizeError, Atoms: []int{i}, Msg: fmt.Sprintf("non-ring atom %d marked aromatic", i)}
+		}
+		a.Aromatic = false
+		if (a.Element == 7 || a.Element == 15) && a.Charge == 0 && a.ExplicitHs == 1 {
+			a.NoImplicit = false
+			a.ExplicitHs = 0
+			resetHs = append(resetHs, i)
+		}
+	}
+	// Like RDKit, keep the valences computed before kekulisation (they are
+	// what aromaticity perception reads) except on atoms whose H changed.
+	for _, i := range resetHs {
+		m.Atoms[i].explVal, _ = m.calcExplicitValence(i, false)
+		m.Atoms[i].implicitHs, _ = m.calcImplicitValence(i, false)
+	}
+	return nil
+}
+
+// maxMatching returns a maximum matching of the undirected graph g
+// (adjacency lists over 0..n-1): match[v] is v's partner or -1. It is
+// Edmonds' blossom algorithm, O(n^3), after a greedy start.
+func maxMatching(g [][]int) []int {
+	n := len(g)
+	match := make([]int, n)
+	for i := range match {
+		match[i] = -1
+	}
+	for v := 0; v < n; v++ {
+		if match[v] >= 0 {
+			continue
+		}
+		for _, w := range g[v] {
+			if match[w] < 0 {
+				match[v], match[w] = w, v
+				break
+			}
+		}
+	}
+	p := make([]int, n)
+	base := make([]int, n)
+	used := make([]bool, n)
+	blossom := make([]bool, n)
+	q := make([]int, 0, n)
+	lca := func(a, b int) int {
+		seen := make([]bool, n)
+		for {
+			a = base[a]
+			seen[a] = true
+			if match[a] < 0 {
+				break
+			}
+			a = p[match[a]]
+		}
+		for {
+			b = base[b]
+			if seen[b] {
+				return b
+			}
+			b = p[match[b]]
+		}
+	}
+	markPath := func(v, b, child int) {
+		for base[v] != b {
+			blossom[base[v]], blossom[base[match[v]]] = true, true
+			p[v] = child
+			child = match[v]
+			v = p[match[v]]
+		}
+	}
+	findPath := func(root int) int {
+		for i := 0; i < n; i++ {
+			used[i], p[i], base[i] = false, -1, i
+		}
+		used[root] = true
+		q = append(q[:0], root)
+		for qh := 0; qh < len(q); qh++ {
+			v := q[qh]
+			for _, to := range g[v] {
+				if base[v] == base[to] || match[v] == to {
+					continue
+				}
+				if to == root || (match[to] >= 0 && p[match[to]] >= 0) {
+					cur := lca(v, to)
+					for i := range blossom {
+						blossom[i] = false
+					}
+					markPath(v, cur, to)
+					markPath(to, cur, v)
+					for i := 0; i < n; i++ {
+						if blossom[base[i]] {
+							base[i] = cur
+							if !used[i] {
+								used[i] = true
+								q = append(q, i)
+							}
+						}
+					}
+				} else if p[to] < 0 {
+					p[to] = v
+					if match[to] < 0 {
+						return to
+					}
+					used[match[to]] = true
+					q = append(q, match[to])
+				}
+			}
+		}
+		return -1
+	}
+	for v := 0; v < n; v++ {
+		if match[v] >= 0 || len(g[v]) == 0 {
+			continue
+		}
+		if u := findPath(v); u >= 0 {
+			for u >= 0 {
+				pv := p[u]
+				ppv := match[pv]
+				match[u], match[pv] = pv, u
+				u = ppv
+			}
+		}
+	}
+	return match
+}
+
+// kekuleFree is a bond-order code used only while ranking: a bond whose
+// single/double assignment came from kekulisation and survived aromaticity
+// perception as a non-aromatic bond.
+const kekuleFree BondOrder = 6
+
+// canonicalizeKekule re-chooses, in canonical order, the double bonds that
+// kekulisation placed on bonds that did not become aromatic again (for
+// example in rings that aromaticity perception rejects, such as the Se ring
+// of c1cc[se]2...). Which perfect matching kekulisation finds depends on the
+// input atom order; without this step two inputs of the same molecule
+// could give different canonical SMILES. RDKit keeps whatever its search
+// found.
+func (m *Mol) canonicalizeKekule() {
+	free := false
+	for _, b := range m.kekBonds {
+		if !m.Bonds[b].Aromatic {
+			free = true
+			break
+		}
+	}
+	if !free {
+		return
+	}
+	saved := make([]BondOrder, len(m.kekBonds))
+	for k, b := range m.kekBonds {
+		saved[k] = m.Bonds[b].Order
+		if !m.Bonds[b].Aromatic {
+			m.Bonds[b].Order = kekuleFree
+		}
+	}
+	ranks := m.CanonicalRanks()
+	cs := slices.Clone(m.kekAtoms)
+	slices.SortFunc(cs, func(a, b int) int { return ranks[a] - ranks[b] })
+	local := make(map[int]int, len(cs))
+	for k, a := range cs {
+		local[a] = k
+	}
+	g := make([][]int, len(cs))
+	for _, b := range m.kekBonds {
+		i, j := local[m.Bonds[b].Begin], local[m.Bonds[b].End]
+		g[i] = append(g[i], j)
+		g[j] = append(g[j], i)
+	}
+	for k := range g {
+		slices.SortFunc(g[k], func(a, b int) int { return ranks[cs[a]] - ranks[cs[b]] })
+	}
+	match := maxMatching(g)
+	for k, b := range m.kekBonds {
+		bd := &m.Bonds[b]
+		if bd.Aromatic {
+			bd.Order = saved[k]
+			continue
+		}
+		i, j := local[bd.Begin], local[bd.End]
+		if match[i] == j && match[j] == i {
+			bd.Order = Double
+		} else {
+			bd.Order = Single
+		}
+	}
+	for _, mk := range match {
+		if mk < 0 { // cannot happen: a perfect matching existed
+			for k, b := range m.kekBonds {
+				m.Bonds[b].Order = saved[k]
+			}
+			return
+		}
+	}
+}

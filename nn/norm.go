@@ -1,0 +1,173 @@
+package nn
+
+import (
+	"fmt"
+
+	"lgflow/autograd"
+	"lgflow/tensor"
+)
+
+// LayerNorm normalises over the last axis and applies a learnable affine map
+// y = (x − mean)/√(var + eps)·Gamma + Beta. Gamma and Beta (D) start at 1
+// and 0; both are nil for a LayerNorm built WithBias(false) (no affine map).
+// Parameter names: "weight", "bias".
+type LayerNorm struct {
+	Gamma, Beta *autograd.Var
+	Dim         int
+	Eps         float64
+}
+
+// NewLayerNorm returns a LayerNorm over dim features. Options: WithDType,
+// WithBias(false) for no affine parameters.
+func NewLayerNorm(dim int, eps float64, opts ...Option) *LayerNorm {
+	o := buildOptions(opts)
+	if dim <= 0 {
+		panic(fmt.Sprintf("nn.NewLayerNorm: dim %d must be positive", dim))
+	}
+	ln := &LayerNorm{Dim: dim, Eps: eps}
+	if o.bias {
+		ln.Gamma = autograd.NewParam(tensor.Full(o.dtype, 1, dim))
+		ln.Beta = autograd.NewParam(tensor.New(o.dtype, dim))
+	}
+	return ln
+}
+
+// Forward normalises x (..., Dim).
+func (l *LayerNorm) Forward(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
+	return tp.LayerNorm(x, l.Gamma, l.Beta, l.Eps)
+}
+
+// Params returns "weight" and "bias" (none without an affine map).
+func (l *LayerNorm) Params() []Param {
+	if l.Gamma == nil {
+		return nil
+	}
+	return []Param{{"weight", l.Gamma}, {"bias", l.Beta}}
+}
+
+// BatchNorm1d normalises each channel (the LAST axis: x is (..., C), e.g.
+// nodes × features) with batch statistics in training and, when
+// TrackRunningStats, running statistics in evaluation:
+//
+//	training:   y = (x − mean_B)/√(var_B + Eps)·Gamma + Beta, and
+//	            running ← (1 − Momentum)·running + Momentum·batch
+//	            (running variance uses the unbiased batch variance);
+//	evaluation: y = (x − RunningMean)/√(RunningVar + Eps)·Gamma + Beta.
+//
+// Without TrackRunningStats (WithBatchStats) the batch statistics are used in
+// both modes and no running statistics are kept. Note that PyTorch's
+// BatchNorm1d takes channels on axis 1; here they are last.
+// Parameter names: "weight", "bias"; buffers "running_mean", "running_var".
+// Updating the running statistics is not safe for concurrent forward passes.
+type BatchNorm1d struct {
+	Gamma, Beta             *autograd.Var
+	RunningMean, RunningVar *tensor.Tensor
+	C                       int
+	Momentum, Eps           float64
+	TrackRunningStats       bool
+	Training                bool
+}
+
+// NewBatchNorm1d returns a BatchNorm1d over c channels in training mode with
+// momentum 0.1 and eps 1e-5, Gamma = 1, Beta = 0, running mean 0 and running
+// variance 1. Options: WithDType, WithBatchStats.
+func NewBatchNorm1d(c int, opts ...Option) *BatchNorm1d {
+	o := buildOptions(opts)
+	if c <= 0 {
+		panic(fmt.Sprintf("nn.NewBatchNorm1d: %d channels", c))
+	}
+	bn := &BatchNorm1d{
+		Gamma:             autograd.NewParam(tensor.Full(o.dtype, 1, c)),
+		Beta:              autograd.NewParam(tensor.New(o.dtype, c)),
+		C:                 c,
+		Momentum:          0.1,
+		Eps:               1e-5,
+		TrackRunningStats: !o.batchStats,
+		Training:          true,
+	}
+	if bn.TrackRunningStats {
+		bn.RunningMean = tensor.New(o.dtype, c)
+		bn.RunningVar = tensor.Full(o.dtype, 1, c)
+	}
+	return bn
+}
+
+// Forward normalises x (..., C).
+func (b *BatchNorm1d) Forward(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
+	if x.Dim(-1) != b.C {
+		panic(fmt.Sprintf("nn.BatchNorm1d: input %v, want (..., %d)", x.Shape(), b.C))
+	}
+	if b.Training || !b.TrackRunningStats {
+		y, mean, variance := tp.BatchNorm(x, b.Gamma, b.Beta, b.Eps)
+		if b.Training && b.TrackRunningStats {
+			rows := x.Size() / b.C
+			unbias := 1.0
+			if rows > 1 {
+				unbias = float64(rows) / float64(rows-1)
+			}
+			m := b.Momentum
+			tensor.MulScalar(b.RunningMean, b.RunningMean, 1-m)
+			tensor.AddScaled(b.RunningMean, b.RunningMean, mean, m)
+			tensor.MulScalar(b.RunningVar, b.RunningVar, 1-m)
+			tensor.AddScaled(b.RunningVar, b.RunningVar, variance, m*unbias)
+		}
+		return y
+	}
+	// Evaluation with running statistics: an affine map per channel.
+	rstd := tensor.AddScalar(nil, b.RunningVar, b.Eps)
+	tensor.Rsqrt(rstd, rstd)
+	scale := tp.Mul(b.Gamma, autograd.NewConst(rstd))
+	xc := tp.Sub(x, autograd.NewConst(b.RunningMean))
+	return tp.Add(tp.Mul(xc, scale), b.Beta)
+}
+
+// Train switches between batch statistics (on) and running statistics.
+func (b *BatchNorm1d) Train(on bool) { b.Training = on }
+
+// Params returns "weight" and "bias".
+func (b *BatchNorm1d) Params() []Param {
+	return []Param{{"weight", b.Gamma}, {"bias", b.Beta}}
+}
+
+// Buffers returns "running_mean" and "running_var" (none without
+// TrackRunningStats).
+func (b *BatchNorm1d) Buffers() []Param {
+	if !b.TrackRunningStats {
+		return nil
+	}
+	return []Param{
+		{"running_mean", autograd.NewConst(b.RunningMean)},
+		{"running_var", autograd.NewConst(b.RunningVar)},
+	}
+}
+
+// Dropout zeroes each input entry with probability P in training mode (and
+// scales the others by 1/(1−P)), drawing from R; it is the identity in
+// evaluation mode or when P = 0. R must not be shared by concurrent passes.
+type Dropout struct {
+	P        float64
+	R        *tensor.RNG
+	Training bool
+}
+
+// NewDropout returns a Dropout layer in training mode.
+func NewDropout(p float64, r *tensor.RNG) *Dropout {
+	if p < 0 || p >= 1 {
+		panic(fmt.Sprintf("nn.NewDropout: p = %v outside [0, 1)", p))
+	}
+	return &Dropout{P: p, R: r, Training: true}
+}
+
+// Forward applies dropout to x.
+func (d *Dropout) Forward(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
+	if !d.Training || d.P == 0 {
+		return x
+	}
+	return tp.Dropout(x, d.P, d.R)
+}
+
+// Train switches dropout on or off.
+func (d *Dropout) Train(on bool) { d.Training = on }
+
+// Params returns nothing (Dropout has no parameters).
+func (d *Dropout) Params() []Param { return nil }

@@ -1,0 +1,514 @@
+package tensor
+
+import (
+	"math"
+	"unsafe"
+
+	"lgflow/tensor/internal/gemm"
+)
+
+// ---- LayerNorm ----
+
+func (cpuBackend) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float64) {
+	x = x.Contiguous()
+	if gamma != nil {
+		gamma = gamma.Contiguous()
+	}
+	if beta != nil {
+		beta = beta.Contiguous()
+	}
+	out := contigDst(y, false)
+	var mo, ro *Tensor
+	if mean != nil {
+		mo = contigDst(mean, false)
+	}
+	if rstd != nil {
+		ro = contigDst(rstd, false)
+	}
+	d := x.shape[len(x.shape)-1]
+	j := getJob(pick(x.dtype, layerNormRange[float32], layerNormRange[float64]))
+	j.t[0], j.t[1], j.t[2], j.t[3], j.t[4], j.t[5] = out, mo, ro, x, gamma, beta
+	j.n[0] = d
+	j.f[0] = eps
+	j.runRows(x.Size()/max(d, 1), 4*d)
+	putJob(j)
+	finishDst(y, out)
+	if mean != nil {
+		finishDst(mean, mo)
+	}
+	if rstd != nil {
+		finishDst(rstd, ro)
+	}
+}
+
+// sumSquaredDev returns Σ (x - mu)² in float64 with four accumulators.
+func sumSquaredDev[T float](x []T, mu float64) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := x[i : i+4 : i+4]
+		a, b, c, d := float64(v[0])-mu, float64(v[1])-mu, float64(v[2])-mu, float64(v[3])-mu
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
+	}
+	for ; i < len(x); i++ {
+		a := float64(x[i]) - mu
+		s0 += a * a
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// optContig is contig for an optional tensor (nil gives nil).
+func optContig[T float](t *Tensor) []T {
+	if t == nil {
+		return nil
+	}
+	return contig[T](t)
+}
+
+func layerNormRange[T float](j *job, lo, hi int) {
+	y, x := contig[T](j.t[0]), contig[T](j.t[3])
+	mean, rstd := optContig[T](j.t[1]), optContig[T](j.t[2])
+	gamma, beta := optContig[T](j.t[4]), optContig[T](j.t[5])
+	d := j.n[0]
+	eps := j.f[0]
+	for r := lo; r < hi; r++ {
+		xr, yr := x[r*d:(r+1)*d], y[r*d:(r+1)*d]
+		mu := sumVec(xr) / float64(d)
+		rs := 1 / math.Sqrt(sumSquaredDev(xr, mu)/float64(d)+eps)
+		if mean != nil {
+			mean[r] = T(mu)
+		}
+		if rstd != nil {
+			rstd[r] = T(rs)
+		}
+		m, s := T(mu), T(rs)
+		switch {
+		case gamma != nil && beta != nil:
+			g, b := gamma[:d], beta[:d]
+			for i := range yr {
+				yr[i] = (xr[i]-m)*s*g[i] + b[i]
+			}
+		case gamma != nil:
+			g := gamma[:d]
+			for i := range yr {
+				yr[i] = (xr[i] - m) * s * g[i]
+			}
+		default:
+			for i := range yr {
+				yr[i] = (xr[i] - m) * s
+			}
+			if beta != nil {
+				b := beta[:d]
+				for i := range yr {
+					yr[i] += b[i]
+				}
+			}
+		}
+	}
+}
+
+func (cpuBackend) LayerNormBackward(dx, dgamma, dbeta, gy, x, mean, rstd, gamma *Tensor) {
+	x, gy, mean, rstd = x.Contiguous(), gy.Contiguous(), mean.Contiguous(), rstd.Contiguous()
+	if gamma != nil {
+		gamma = gamma.Contiguous()
+	}
+	out := contigDst(dx, false)
+	d := x.shape[len(x.shape)-1]
+	rows := x.Size() / max(d, 1)
+	j := getJob(pick(x.dtype, layerNormBackRange[float32], layerNormBackRange[float64]))
+	j.t[0], j.t[1], j.t[2], j.t[3], j.t[4] = out, gy, x, mean, rstd
+	j.t[5] = gamma
+	j.n[0] = d
+	wantParams := dgamma != nil || dbeta != nil
+	var p *[]float64
+	if wantParams {
+		_, nch := chunking(rows, max(1, parallelGrain/(6*d)))
+		p = getScratch(2 * d * nch)
+		j.s64 = *p
+	}
+	nc := j.runRows(rows, 6*d)
+	putJob(j)
+	finishDst(dx, out)
+	if wantParams {
+		// Sum the per-chunk partials in chunk order (deterministic).
+		part := *p
+		for c := 1; c < nc; c++ {
+			pc := part[c*2*d : (c+1)*2*d]
+			for i := range 2 * d {
+				part[i] += pc[i]
+			}
+		}
+		addParamGrad(dgamma, part[:d])
+		addParamGrad(dbeta, part[d:2*d])
+		putScratch(p)
+	}
+}
+
+// addParamGrad adds the float64 vector g into the vector t (if not nil).
+func addParamGrad(t *Tensor, g []float64) {
+	if t == nil {
+		return
+	}
+	d := data[float32](t)
+	if t.dtype == Float64 {
+		d64 := data[float64](t)
+		for i, v := range g {
+			d64[t.offset+i*t.strides[0]] += v
+		}
+		return
+	}
+	for i, v := range g {
+		d[t.offset+i*t.strides[0]] += float32(v)
+	}
+}
+
+func layerNormBackRange[T float](j *job, lo, hi int) {
+	dx, gy, x := contig[T](j.t[0]), contig[T](j.t[1]), contig[T](j.t[2])
+	mean, rstd := contig[T](j.t[3]), contig[T](j.t[4])
+	gamma := optContig[T](j.t[5])
+	d := j.n[0]
+	var dg, db []float64
+	if j.s64 != nil {
+		c := lo / j.chunk
+		dg = j.s64[c*2*d : c*2*d+d]
+		db = j.s64[c*2*d+d : (c+1)*2*d]
+		clear(dg)
+		clear(db)
+	}
+	for r := lo; r < hi; r++ {
+		xr, gr, dr := x[r*d:(r+1)*d], gy[r*d:(r+1)*d], dx[r*d:(r+1)*d]
+		mu, rs := float64(mean[r]), float64(rstd[r])
+		if dg != nil {
+			for i := range xr {
+				g := float64(gr[i])
+				dg[i] += g * ((float64(xr[i]) - mu) * rs)
+				db[i] += g
+			}
+		}
+		// s1 = Σ g, s2 = Σ g·xhat with g = gy·gamma, in two chains each.
+		var s1a, s1b, s2a, s2b float64
+		i := 0
+		for ; i+2 <= d; i += 2 {
+			g0, g1 := float64(gr[i]), float64(gr[i+1])
+			if gamma != nil {
+				g0 *= float64(gamma[i])
+				g1 *= float64(gamma[i+1])
+			}
+			s1a += g0
+			s1b += g1
+			s2a += g0 * (float64(xr[i]) - mu)
+			s2b += g1 * (float64(xr[i+1]) - mu)
+		}
+		if i < d {
+			g0 := float64(gr[i])
+			if gamma != nil {
+				g0 *= float64(gamma[i])
+			}
+			s1a += g0
+			s2a += g0 * (float64(xr[i]) - mu)
+		}
+		s1 := (s1a + s1b) / float64(d)
+		s2 := (s2a + s2b) * rs / float64(d)
+		// dx = rs·(g - s1 - xhat·s2), in float32 for float32 tensors.
+		c0, c1, c2 := T(rs), T(rs*s1), T(rs*rs*s2)
+		m := T(mu)
+		if gamma != nil {
+			gm := gamma[:d]
+			for i := range dr {
+				dr[i] = c0*gr[i]*gm[i] - c1 - (xr[i]-m)*c2
+			}
+		} else {
+			for i := range dr {
+				dr[i] = c0*gr[i] - c1 - (xr[i]-m)*c2
+			}
+		}
+	}
+}
+
+// ---- Softmax cross entropy ----
+
+func (cpuBackend) SoftmaxCrossEntropy(prob, logits *Tensor, targets []int32, weight []float32) float64 {
+	logits = logits.Contiguous()
+	out := contigDst(prob, false)
+	c := logits.shape[len(logits.shape)-1]
+	rows := len(targets)
+	j := getJob(pick(logits.dtype, crossEntropyRange[float32], crossEntropyRange[float64]))
+	j.t[0], j.t[1] = out, logits
+	j.idx, j.w = targets, weight
+	j.n[0] = c
+	nc := j.runRows(rows, 4*c)
+	loss := 0.0
+	for i := range nc {
+		loss += j.part[i]
+	}
+	putJob(j)
+	finishDst(prob, out)
+	return loss
+}
+
+func crossEntropyRange[T float](j *job, lo, hi int) {
+	p, x := contig[T](j.t[0]), contig[T](j.t[1])
+	c := j.n[0]
+	loss := 0.0
+	for r := lo; r < hi; r++ {
+		xr, pr := x[r*c:(r+1)*c], p[r*c:(r+1)*c]
+		m := maxVec(xr)
+		s := expSub(pr, xr, m)
+		inv := T(1 / s)
+		for i := range pr {
+			pr[i] *= inv
+		}
+		w := 1.0
+		if j.w != nil {
+			w = float64(j.w[r])
+		}
+		if w != 0 {
+			t := j.idx[r]
+			loss += w * (float64(m) + math.Log(s) - float64(xr[t]))
+		}
+	}
+	j.part[lo/j.chunk] = loss
+}
+
+func (cpuBackend) SoftmaxCrossEntropyBackward(dlogits, prob *Tensor, targets []int32, weight []float32, scale float64) {
+	prob = prob.Contiguous()
+	out := contigDst(dlogits, false)
+	c := prob.shape[len(prob.shape)-1]
+	j := getJob(pick(prob.dtype, crossEntropyBackRange[float32], crossEntropyBackRange[float64]))
+	j.t[0], j.t[1] = out, prob
+	j.idx, j.w = targets, weight
+	j.n[0] = c
+	j.f[0] = scale
+	j.runRows(len(targets), c)
+	putJob(j)
+	finishDst(dlogits, out)
+}
+
+func crossEntropyBackRange[T float](j *job, lo, hi int) {
+	d, p := contig[T](j.t[0]), contig[T](j.t[1])
+	c := j.n[0]
+	for r := lo; r < hi; r++ {
+		dr, pr := d[r*c:(r+1)*c], p[r*c:(r+1)*c]
+		w := j.f[0]
+		if j.w != nil {
+			w *= float64(j.w[r])
+		}
+		if w == 0 {
+			clear(dr)
+			continue
+		}
+		s := T(w)
+		for i := range dr {
+			dr[i] = s * pr[i]
+		}
+		dr[j.idx[r]] -= s
+	}
+}
+
+// ---- Attention ----
+
+// headOK reports whether the (N, Dh) or (N, N) matrices of the (batch,
+// head) pairs of the rank-4 tensor t can be passed to GEMM as they are
+// (last stride 1, rows not overlapping).
+func headOK(t *Tensor) bool {
+	f, _, ok := matOf(t)
+	return ok && !f
+}
+
+// headArgs returns t, or a contiguous copy if its heads do not fit GEMM.
+func headArgs(t *Tensor) *Tensor {
+	if headOK(t) {
+		return t
+	}
+	return t.Clone()
+}
+
+// headDst is headArgs for a destination (see contigDst).
+func headDst(t *Tensor, keep bool) *Tensor {
+	if headOK(t) {
+		return t
+	}
+	return contigDst(t, keep)
+}
+
+func (cpuBackend) Attention(out, probs, q, k, v, keyMask *Tensor, scale float64) {
+	q, k, v = headArgs(q), headArgs(k), headArgs(v)
+	if keyMask != nil && keyMask.strides[1] != 1 && keyMask.shape[1] > 1 {
+		keyMask = keyMask.Clone()
+	}
+	o, p := headDst(out, false), headDst(probs, false)
+	j := getJob(pick(q.dtype, attentionRange[float32], attentionRange[float64]))
+	j.t[0], j.t[1], j.t[2], j.t[3], j.t[4], j.t[5] = o, p, q, k, v, keyMask
+	j.f[0] = scale
+	b, h, n, dh := q.shape[0], q.shape[1], q.shape[2], q.shape[3]
+	j.runRows(b*h, 2*n*n*dh+4*n*n)
+	putJob(j)
+	finishDst(out, o)
+	finishDst(probs, p)
+}
+
+// headOff returns the offset of head (b, h) of t and its row stride.
+func headOff(t *Tensor, bh, nh int) (off, ld int) {
+	return t.offset + (bh/nh)*t.strides[0] + (bh%nh)*t.strides[1], t.strides[2]
+}
+
+func gemmT[T float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	var z T
+	if unsafe.Sizeof(z) == 4 {
+		gemm.Sgemm(transA, transB, m, n, k, float32(alpha), f32s(a), lda, f32s(b), ldb, float32(beta), f32s(c), ldc)
+	} else {
+		gemm.Dgemm(transA, transB, m, n, k, float64(alpha), f64s(a), lda, f64s(b), ldb, float64(beta), f64s(c), ldc)
+	}
+}
+
+func attentionRange[T float](j *job, lo, hi int) {
+	ot, pt, qt, kt, vt, mt := j.t[0], j.t[1], j.t[2], j.t[3], j.t[4], j.t[5]
+	o, p, q, k, v := data[T](ot), data[T](pt), data[T](qt), data[T](kt), data[T](vt)
+	var mask []T
+	if mt != nil {
+		mask = data[T](mt)
+	}
+	nh, n, dh := qt.shape[1], qt.shape[2], qt.shape[3]
+	scale := T(j.f[0])
+	for bh := lo; bh < hi; bh++ {
+		oq, ldq := headOff(qt, bh, nh)
+		ok, ldk := headOff(kt, bh, nh)
+		ov, ldv := headOff(vt, bh, nh)
+		oo, ldo := headOff(ot, bh, nh)
+		op, ldp := headOff(pt, bh, nh)
+		// S = scale·q·kᵀ into probs.
+		gemmT(false, true, n, n, dh, scale, q[oq:], ldq, k[ok:], ldk, 0, p[op:], ldp)
+		var keep []T
+		if mask != nil {
+			mo := mt.offset + (bh/nh)*mt.strides[0]
+			keep = mask[mo : mo+n]
+		}
+		for i := range n {
+			maskedSoftmaxRow(p[op+i*ldp:op+i*ldp+n], keep)
+		}
+		gemmT(false, false, n, dh, n, 1, p[op:], ldp, v[ov:], ldv, 0, o[oo:], ldo)
+	}
+}
+
+// maskedSoftmaxRow sets row = softmax(row) over the entries with keep != 0
+// (all if keep is nil) and 0 elsewhere; a row with nothing kept is all 0.
+func maskedSoftmaxRow[T float](row, keep []T) {
+	m := T(math.Inf(-1))
+	if keep == nil {
+		m = maxVec(row)
+	} else {
+		keep = keep[:len(row)]
+		for j, v := range row {
+			if keep[j] == 0 {
+				row[j] = T(math.Inf(-1))
+			} else if v > m {
+				m = v
+			}
+		}
+	}
+	if math.IsInf(float64(m), -1) {
+		clear(row)
+		return
+	}
+	inv := T(1 / expSub(row, row, m))
+	for j := range row {
+		row[j] *= inv
+	}
+}
+
+func (cpuBackend) AttentionBackward(dq, dk, dv, gout, q, k, v, probs *Tensor, scale float64) {
+	q, k, v, gout, probs = headArgs(q), headArgs(k), headArgs(v), headArgs(gout), headArgs(probs)
+	oq, ok, ov := headDst(dq, false), headDst(dk, false), headDst(dv, false)
+	j := getJob(pick(q.dtype, attentionBackRange[float32], attentionBackRange[float64]))
+	j.t[0], j.t[1], j.t[2], j.t[3], j.t[4], j.t[5], j.t[6], j.t[7] = oq, ok, ov, gout, q, k, v, probs
+	j.f[0] = scale
+	b, h, n, dh := q.shape[0], q.shape[1], q.shape[2], q.shape[3]
+	j.runRows(b*h, 4*n*n*dh+4*n*n)
+	putJob(j)
+	finishDst(dq, oq)
+	finishDst(dk, ok)
+	finishDst(dv, ov)
+}
+
+func attentionBackRange[T float](j *job, lo, hi int) {
+	tq, tk, tv, tg := j.t[4], j.t[5], j.t[6], j.t[3]
+	dq, dk, dv := data[T](j.t[0]), data[T](j.t[1]), data[T](j.t[2])
+	g, q, k, v, p := data[T](tg), data[T](tq), data[T](tk), data[T](tv), data[T](j.t[7])
+	nh, n, dh := tq.shape[1], tq.shape[2], tq.shape[3]
+	scale := T(j.f[0])
+	sp, ds := scratchT[T](n * n)
+	for bh := lo; bh < hi; bh++ {
+		oq, ldq := headOff(tq, bh, nh)
+		ok, ldk := headOff(tk, bh, nh)
+		ov, ldv := headOff(tv, bh, nh)
+		og, ldg := headOff(tg, bh, nh)
+		op, ldp := headOff(j.t[7], bh, nh)
+		odq, lddq := headOff(j.t[0], bh, nh)
+		odk, lddk := headOff(j.t[1], bh, nh)
+		odv, lddv := headOff(j.t[2], bh, nh)
+		// dv = Pᵀ·gout
+		gemmT(true, false, n, dh, n, 1, p[op:], ldp, g[og:], ldg, 0, dv[odv:], lddv)
+		// dP = gout·vᵀ
+		gemmT(false, true, n, n, dh, 1, g[og:], ldg, v[ov:], ldv, 0, ds, n)
+		// dS = P∘(dP - rowsum(dP∘P))
+		for i := range n {
+			pr := p[op+i*ldp : op+i*ldp+n]
+			dr := ds[i*n : (i+1)*n]
+			s := 0.0
+			for jj := range dr {
+				s += float64(dr[jj]) * float64(pr[jj])
+			}
+			st := T(s)
+			for jj := range dr {
+				dr[jj] = pr[jj] * (dr[jj] - st)
+			}
+		}
+		// dq = scale·dS·k,  dk = scale·dSᵀ·q
+		gemmT(false, false, n, dh, n, scale, ds, n, k[ok:], ldk, 0, dq[odq:], lddq)
+		gemmT(true, false, n, dh, n, scale, ds, n, q[oq:], ldq, 0, dk[odk:], lddk)
+	}
+	putScratch(sp)
+}
+
+// ---- AdamW ----
+
+func (cpuBackend) AdamWStep(param, grad, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, step int) {
+	j := getJob(pick(param.dtype, adamWRange[float32], adamWRange[float64]))
+	j.t[0], j.t[1], j.t[2], j.t[3] = param, grad, m, v
+	bc1 := 1 - math.Pow(beta1, float64(step))
+	bc2 := 1 - math.Pow(beta2, float64(step))
+	j.f[0], j.f[1], j.f[2], j.f[3], j.f[4] = lr, beta1, beta2, eps, weightDecay
+	j.f[5], j.f[6] = 1/math.Sqrt(bc2), lr/bc1
+	j.l.setup(param.shape, param, grad, m, v)
+	j.run(j.l.size, parallelGrain/4)
+	putJob(j)
+}
+
+func adamWRange[T float](j *job, lo, hi int) {
+	p, g, m, v := data[T](j.t[0]), data[T](j.t[1]), data[T](j.t[2]), data[T](j.t[3])
+	lr, b1, b2, eps, wd, ibc2, stepSize := j.f[0], j.f[1], j.f[2], j.f[3], j.f[4], j.f[5], j.f[6]
+	decay := T(1 - lr*wd)
+	l := &j.l
+	var c cursor
+	l.seek(&c, lo)
+	in := l.nd - 1
+	s0, s1, s2, s3 := l.str[0][in], l.str[1][in], l.str[2][in], l.str[3][in]
+	for pos := lo; pos < hi; {
+		n := min(l.dims[in]-c.idx[in], hi-pos)
+		for i := range n {
+			ip, ig, im, iv := c.off[0]+i*s0, c.off[1]+i*s1, c.off[2]+i*s2, c.off[3]+i*s3
+			gi := float64(g[ig])
+			mi := b1*float64(m[im]) + (1-b1)*gi
+			vi := b2*float64(v[iv]) + (1-b2)*gi*gi
+			m[im], v[iv] = T(mi), T(vi)
+			p[ip] = p[ip]*decay - T(stepSize*mi/(math.Sqrt(vi)*ibc2+eps))
+		}
+		pos += n
+		if pos < hi {
+			l.advance(&c, n)
+		}
+	}
+}

@@ -1,0 +1,407 @@
+package gemm
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// minWorkPerThread is the number of multiply-adds below which adding a
+// thread costs more in hand-off than it saves.
+const minWorkPerThread = 64 * 64 * 64
+
+// typeState holds the per-element-type state of the blocked path: the job
+// and buffers of the parallel path (used under pool.mu) and a pool of
+// workspaces for single-threaded calls.
+type typeState[T scalar] struct {
+	par job[T]
+	seq sync.Pool // of *workspace[T]
+}
+
+var (
+	sState typeState[float32]
+	dState typeState[float64]
+)
+
+// workspace holds packing buffers; they only grow.
+type workspace[T scalar] struct {
+	b    [2][]T // packed B blocks, double-buffered across k blocks
+	a    [][]T  // packed A block of each worker
+	tile [][]T  // mr x nr edge tile of each worker
+	seq  job[T] // the job of a single-threaded call using this workspace
+}
+
+// job is one blocked GEMM, shared by the workers that compute it.
+//
+// Work is handed out dynamically, so a worker that starts late or is
+// descheduled (the machine may be shared) does not hold the others up. For
+// each block (jc, pc) of op(B) the workers first take chunks of packB
+// micro-panels from packNext, then, once packDone says the whole block is
+// packed, take tasks from taskNext: a task is a chunk of mcTask rows of C
+// times one of gn groups of the block's columns, for which the worker packs
+// the rows of op(A) (unless it already holds them) and runs the
+// macro-kernel. Packed B blocks alternate between two buffers, so packing
+// block i+2 waits (taskDone) until block i's tasks are done; and tasks of a
+// block that accumulates into C (pc > 0) wait until the previous block's
+// tasks are done. Packing the next block thus overlaps the tail of the
+// current one. The counters only grow during a job; every worker derives
+// the same ticket ranges for each block from the dimensions.
+type job[T scalar] struct {
+	kn             *kernel[T]
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    T
+	a, b, c        []T
+	lda, ldb, ldc  int
+	ws             *workspace[T]
+
+	nw        int // workers
+	mcTask    int // rows of C per task (a multiple of mr, at most kn.mc)
+	rowChunks int // ceil(m / mcTask)
+	gn        int // column groups per packed B block
+
+	packNext, packDone atomic.Int64
+	taskNext, taskDone atomic.Int64
+}
+
+// packPanels is the number of B micro-panels in one packing chunk.
+const packPanels = 4
+
+// blocked runs the packed, cache-blocked algorithm, in parallel when the
+// product is large enough and the worker pool is free.
+func (st *typeState[T]) blocked(kn *kernel[T], maxWorkers int, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	nw := int(min(int64(runtime.GOMAXPROCS(0)), max(1, work(m, n, k)/minWorkPerThread)))
+	if maxWorkers > 0 {
+		nw = min(nw, maxWorkers)
+	}
+	if nw > 1 && pool.mu.TryLock() {
+		defer pool.mu.Unlock()
+		nw = pool.start(nw)
+		j := &st.par
+		if j.ws == nil {
+			j.ws = new(workspace[T])
+		}
+		j.ws.grow(kn, nw, m, n, k)
+		j.set(kn, nw, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		pool.run(j, nw)
+		j.a, j.b, j.c = nil, nil, nil // do not keep the caller's memory alive
+		return
+	}
+	// One thread (small product, or the pool is busy with another call).
+	ws, _ := st.seq.Get().(*workspace[T])
+	if ws == nil {
+		ws = new(workspace[T])
+	}
+	ws.grow(kn, 1, m, n, k)
+	j := &ws.seq
+	j.ws = ws
+	j.set(kn, 1, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	j.runWorker(0)
+	j.a, j.b, j.c, j.ws = nil, nil, nil, nil
+	st.seq.Put(ws)
+}
+
+// set describes the product and splits it into tasks for nw workers. No
+// worker may be running.
+func (j *job[T]) set(kn *kernel[T], nw int, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	j.kn = kn
+	j.transA, j.transB = transA, transB
+	j.m, j.n, j.k = m, n, k
+	j.alpha, j.beta = alpha, beta
+	j.a, j.b, j.c = a, b, c
+	j.lda, j.ldb, j.ldc = lda, ldb, ldc
+	j.nw = nw
+	j.mcTask, j.rowChunks, j.gn = splitTasks(nw, m, min(n, kn.nc), kn.mr, kn.nr, kn.mc)
+	j.packNext.Store(0)
+	j.packDone.Store(0)
+	j.taskNext.Store(0)
+	j.taskDone.Store(0)
+}
+
+// splitTasks chooses the tasks of one packed B block (n columns) for nw
+// workers: row chunks of mcTask rows (a multiple of mr, at most mc) and gn
+// column groups, aiming at three or more tasks per worker so that dynamic
+// hand-out balances the load. One worker gets the largest chunks.
+func splitTasks(nw, m, n, mr, nr, mc int) (mcTask, rowChunks, gn int) {
+	mcTask = mc
+	if nw > 1 {
+		mcTask = min(mc, max(mr, ceilDiv(ceilDiv(m, 3*nw), mr)*mr))
+	}
+	rowChunks = ceilDiv(m, mcTask)
+	gn = 1
+	if want := 3 * nw; nw > 1 && rowChunks < want {
+		gn = max(1, min(ceilDiv(want, rowChunks), ceilDiv(n, nr)))
+	}
+	return mcTask, rowChunks, gn
+}
+
+// grab takes the next ticket of counter below end, if any.
+func grab(counter *atomic.Int64, end int64) (int64, bool) {
+	for {
+		t := counter.Load()
+		if t >= end {
+			return 0, false
+		}
+		if counter.CompareAndSwap(t, t+1) {
+			return t, true
+		}
+	}
+}
+
+// waitFor blocks until counter reaches target: briefly yielding, then
+// sleeping in short steps. The waits are for work other workers are doing
+// (a chunk of packing, the last tasks of a block), so they are short.
+func waitFor(counter *atomic.Int64, target int64) {
+	for i := 0; counter.Load() < target; i++ {
+		if i < 200 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// work returns m*n*k, the multiply-adds of a product, without overflowing
+// int on 32-bit platforms.
+func work(m, n, k int) int64 { return int64(m) * int64(n) * int64(k) }
+
+// grow makes ws large enough for an m x n x k product on nw workers.
+func (ws *workspace[T]) grow(kn *kernel[T], nw, m, n, k int) {
+	kc := min(k, kn.kc)
+	nb := kc * ceilDiv(min(n, kn.nc), kn.nr) * kn.nr
+	na := kc * min(kn.mc, ceilDiv(m, kn.mr)*kn.mr)
+	for i := range ws.b {
+		ws.b[i] = growAligned(ws.b[i], nb)
+	}
+	for len(ws.a) < nw {
+		ws.a = append(ws.a, nil)
+		ws.tile = append(ws.tile, nil)
+	}
+	for i := range nw {
+		ws.a[i] = growAligned(ws.a[i], na)
+		ws.tile[i] = growAligned(ws.tile[i], kn.mr*kn.nr)
+	}
+}
+
+// growAligned returns s if it holds n elements, else a new slice of n
+// elements starting on a 64-byte boundary.
+func growAligned[T scalar](s []T, n int) []T {
+	if len(s) >= n {
+		return s
+	}
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	raw := make([]T, n+64/size)
+	off := 0
+	if r := int(uintptr(unsafe.Pointer(&raw[0])) % 64); r != 0 {
+		off = (64 - r) / size
+	}
+	return raw[off : off+n : off+n]
+}
+
+// runWorker runs worker w: it goes through the blocks of op(B) in order,
+// packing and computing whatever chunks and tasks are left (see job).
+func (j *job[T]) runWorker(w int) {
+	kn := j.kn
+	ws := j.ws
+	ap, tile := ws.a[w], ws.tile[w]
+	var packBase, taskBase int64
+	var bufFreeAt [2]int64 // taskDone value at which each B buffer is free again
+	heldA := int64(-1)     // the task ticket of the row chunk held packed in ap
+	iter := 0
+	for jc := 0; jc < j.n; jc += kn.nc {
+		ncur := min(kn.nc, j.n-jc)
+		np := ceilDiv(ncur, kn.nr)
+		chunks := int64(ceilDiv(np, packPanels))
+		tasks := int64(j.rowChunks * j.gn)
+		for pc := 0; pc < j.k; pc += kn.kc {
+			kcur := min(kn.kc, j.k-pc)
+			buf := iter & 1
+			bp := ws.b[buf]
+			iter++
+			waitFor(&j.taskDone, bufFreeAt[buf])
+			for {
+				t, ok := grab(&j.packNext, packBase+chunks)
+				if !ok {
+					break
+				}
+				q0 := int(t-packBase) * packPanels
+				j.packB(bp, jc, ncur, pc, kcur, q0, min(np, q0+packPanels))
+				j.packDone.Add(1)
+			}
+			packBase += chunks
+			waitFor(&j.packDone, packBase)
+
+			beta := j.beta
+			if pc > 0 {
+				// Tasks accumulate into C: the previous k block's must be done.
+				beta = 1
+				waitFor(&j.taskDone, taskBase)
+			}
+			for {
+				t, ok := grab(&j.taskNext, taskBase+tasks)
+				if !ok {
+					break
+				}
+				local := int(t - taskBase)
+				chunk, g := local/j.gn, local%j.gn
+				ic := chunk * j.mcTask
+				mcur := min(j.mcTask, j.m-ic)
+				if first := t - int64(g); first != heldA {
+					j.packA(ap, ic, mcur, pc, kcur)
+					heldA = first
+				}
+				j.macro(ap, bp, tile, ic, mcur, jc, ncur, g*np/j.gn, (g+1)*np/j.gn, kcur, beta)
+				j.taskDone.Add(1)
+			}
+			taskBase += tasks
+			bufFreeAt[buf] = taskBase
+		}
+	}
+}
+
+// macro multiplies the packed A block (rows ic..ic+mcur) by B micro-panels
+// q0..q1 of the packed block starting at column jc, into C.
+func (j *job[T]) macro(ap, bp, tile []T, ic, mcur, jc, ncur, q0, q1, kcur int, beta T) {
+	kn := j.kn
+	mr, nr := kn.mr, kn.nr
+	c, ldc, alpha := j.c, j.ldc, j.alpha
+	for q := q0; q < q1; q++ {
+		col := jc + q*nr
+		nrc := min(nr, jc+ncur-col)
+		bq := bp[q*nr*kcur : (q+1)*nr*kcur]
+		for ir := 0; ir < mcur; ir += mr {
+			mrc := min(mr, mcur-ir)
+			aq := ap[ir*kcur : ir*kcur+mr*kcur]
+			row := ic + ir
+			if mrc == mr && nrc == nr {
+				// The whole tile lies inside C (checked by checkArgs).
+				kn.fn(kcur, &aq[0], &bq[0], &c[row*ldc+col], ldc, alpha, beta)
+				continue
+			}
+			kn.fn(kcur, &aq[0], &bq[0], &tile[0], nr, 1, 0)
+			for i := range mrc {
+				crow := c[(row+i)*ldc+col : (row+i)*ldc+col+nrc]
+				trow := tile[i*nr : i*nr+nrc]
+				if beta == 0 {
+					for jj, t := range trow {
+						crow[jj] = alpha * t
+					}
+				} else {
+					for jj, t := range trow {
+						crow[jj] = alpha*t + beta*crow[jj]
+					}
+				}
+			}
+		}
+	}
+}
+
+// packA packs rows ic..ic+mcur, columns pc..pc+kcur of op(A) into
+// micro-panels of mr rows: element (i, p) of panel r goes to
+// dst[r*mr*kcur + p*mr + i]. Rows past the end are zero.
+func (j *job[T]) packA(dst []T, ic, mcur, pc, kcur int) {
+	mr := j.kn.mr
+	a, lda := j.a, j.lda
+	for ir := 0; ir < mcur; ir += mr {
+		h := min(mr, mcur-ir)
+		d := dst[ir*kcur : ir*kcur+mr*kcur]
+		i0 := ic + ir
+		if j.transA {
+			// op(A)[i][p] = a[p*lda+i]: each p is a contiguous run of h.
+			for p := range kcur {
+				src := a[(pc+p)*lda+i0 : (pc+p)*lda+i0+h]
+				dp := d[p*mr : p*mr+mr]
+				copy(dp, src)
+				clear(dp[h:])
+			}
+			continue
+		}
+		// op(A)[i][p] = a[i*lda+p]: each row i is a contiguous run of kcur.
+		row := func(i int) []T { return a[(i0+i)*lda+pc : (i0+i)*lda+pc+kcur] }
+		switch {
+		case h == mr && mr%6 == 0:
+			for i := 0; i < mr; i += 6 {
+				interleave6(d[i:], mr, kcur, row(i), row(i+1), row(i+2), row(i+3), row(i+4), row(i+5))
+			}
+		case h == mr && mr%4 == 0:
+			for i := 0; i < mr; i += 4 {
+				interleave4(d[i:], mr, kcur, row(i), row(i+1), row(i+2), row(i+3))
+			}
+		default:
+			for i := range h {
+				for p, v := range row(i) {
+					d[p*mr+i] = v
+				}
+			}
+			if h < mr {
+				for p := range kcur {
+					clear(d[p*mr+h : p*mr+mr])
+				}
+			}
+		}
+	}
+}
+
+// interleave6 sets d[p*stride+i] = si[p] for i < 6 and p < kc.
+func interleave6[T scalar](d []T, stride, kc int, s0, s1, s2, s3, s4, s5 []T) {
+	s0, s1, s2, s3, s4, s5 = s0[:kc], s1[:kc], s2[:kc], s3[:kc], s4[:kc], s5[:kc]
+	for p := range kc {
+		o := d[p*stride : p*stride+6 : p*stride+6]
+		o[0], o[1], o[2], o[3], o[4], o[5] = s0[p], s1[p], s2[p], s3[p], s4[p], s5[p]
+	}
+}
+
+// interleave4 sets d[p*stride+i] = si[p] for i < 4 and p < kc.
+func interleave4[T scalar](d []T, stride, kc int, s0, s1, s2, s3 []T) {
+	s0, s1, s2, s3 = s0[:kc], s1[:kc], s2[:kc], s3[:kc]
+	for p := range kc {
+		o := d[p*stride : p*stride+4 : p*stride+4]
+		o[0], o[1], o[2], o[3] = s0[p], s1[p], s2[p], s3[p]
+	}
+}
+
+// packB packs micro-panels q0..q1 of the block of op(B) with rows
+// pc..pc+kcur and columns jc..jc+ncur: element (p, j) of panel q goes to
+// dst[q*nr*kcur + p*nr + j]. Columns past the end are zero.
+func (j *job[T]) packB(dst []T, jc, ncur, pc, kcur, q0, q1 int) {
+	nr := j.kn.nr
+	b, ldb := j.b, j.ldb
+	for q := q0; q < q1; q++ {
+		col := jc + q*nr
+		w := min(nr, jc+ncur-col)
+		d := dst[q*nr*kcur : (q+1)*nr*kcur]
+		if !j.transB {
+			// op(B)[p][j] = b[p*ldb+j]: each p is a contiguous run of w.
+			for p := range kcur {
+				src := b[(pc+p)*ldb+col : (pc+p)*ldb+col+w]
+				dp := d[p*nr : p*nr+nr]
+				copy(dp, src)
+				clear(dp[w:])
+			}
+			continue
+		}
+		// op(B)[p][j] = b[j*ldb+p]: each column j is a contiguous run of kcur.
+		colj := func(jj int) []T { return b[(col+jj)*ldb+pc : (col+jj)*ldb+pc+kcur] }
+		if w == nr && nr%4 == 0 {
+			for jj := 0; jj < nr; jj += 4 {
+				interleave4(d[jj:], nr, kcur, colj(jj), colj(jj+1), colj(jj+2), colj(jj+3))
+			}
+			continue
+		}
+		for jj := range w {
+			for p, v := range colj(jj) {
+				d[p*nr+jj] = v
+			}
+		}
+		if w < nr {
+			for p := range kcur {
+				clear(d[p*nr+w : p*nr+nr])
+			}
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package gemm
+
+import (
+	"fmt"
+	"os"
+)
+
+// scalar is the element type of a GEMM.
+type scalar interface{ ~float32 | ~float64 }
+
+// kernel describes a micro-kernel and the cache blocking that suits it.
+type kernel[T scalar] struct {
+	name   string // "avx512", "avx2" or "go"
+	mr, nr int    // tile of C computed by one call of fn
+	mc     int    // rows of the packed A block (multiple of mr), sized for L2
+	kc     int    // depth of the packed blocks, sized so a B micro-panel stays in L1
+	nc     int    // columns of the packed B block (multiple of nr), sized for L3
+	// small is the number of multiply-adds (m*n*k) below which the direct,
+	// unpacked path is faster than packing for this kernel.
+	small int64
+	// fn computes C = alpha*A*B + beta*C for one mr x nr tile from packed
+	// panels a (kc*mr values) and b (kc*nr values); see kernel_amd64.go.
+	fn func(kc int, a, b, c *T, ldc int, alpha, beta T)
+}
+
+// The kernels in use, chosen once at start-up.
+var (
+	sKern = pickKernel(sgemmKernels())
+	dKern = pickKernel(dgemmKernels())
+)
+
+// pickKernel returns the first (best) of ks, or the one named by the
+// environment variable LGFLOW_GEMM when that is among ks.
+func pickKernel[T scalar](ks []*kernel[T]) *kernel[T] {
+	if want := os.Getenv("LGFLOW_GEMM"); want != "" {
+		for _, k := range ks {
+			if k.name == want {
+				return k
+			}
+		}
+	}
+	return ks[0]
+}
+
+// Kernel reports which float32 micro-kernel Sgemm uses on this machine:
+// "avx512", "avx2" or "go".
+func Kernel() string { return sKern.name }
+
+// Sgemm computes, in float32,
+//
+//	C = alpha * op(A) * op(B) + beta * C
+//
+// where op(A) is m x k, op(B) is k x n and C is m x n. All matrices are
+// row-major: element (i, j) of C is c[i*ldc+j]. op(A) is A when transA is
+// false (A is m x k, element (i, p) at a[i*lda+p]) and A^T when it is true
+// (A is stored k x m, element (p, i) at a[p*lda+i]); likewise op(B) with
+// transB and ldb. Only c is written, and only its m x n elements; a and b
+// are read. When beta == 0, C is overwritten without being read, so NaNs
+// there do not propagate; when alpha == 0 or k == 0, A and B are not read.
+//
+// Sgemm panics if a dimension is negative, a row stride is smaller than its
+// row length, or a slice is too short for the matrix it holds. a and b may
+// overlap each other but must not overlap c. Large products use all
+// runtime.GOMAXPROCS(0) threads; Sgemm may be called concurrently.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemm(&sState, sKern, 0, "Sgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// Dgemm is Sgemm in float64: C = alpha * op(A) * op(B) + beta * C, with the
+// same layout, argument checks and memory behaviour. It uses an AVX2+FMA
+// micro-kernel where the CPU has one and portable Go elsewhere.
+func Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	gemm(&dState, dKern, 0, "Dgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// checkMatrix panics unless s holds a rows x cols row-major matrix with row
+// stride ld.
+func checkMatrix(fn, name string, rows, cols, ld, length int) {
+	if ld < max(1, cols) {
+		panic(fmt.Sprintf("gemm.%s: ld%s = %d is less than the row length %d of %s (%dx%d)", fn, name, ld, max(1, cols), name, rows, cols))
+	}
+	if rows == 0 || cols == 0 {
+		return
+	}
+	if need := (rows-1)*ld + cols; length < need {
+		panic(fmt.Sprintf("gemm.%s: len(%s) = %d, but a %dx%d matrix with ld%s = %d needs %d", fn, name, length, rows, cols, name, ld, need))
+	}
+}
+
+// checkArgs panics on invalid GEMM arguments.
+func checkArgs(fn string, transA, transB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm.%s: negative dimension m=%d n=%d k=%d", fn, m, n, k))
+	}
+	if transA {
+		checkMatrix(fn, "a", k, m, lda, la)
+	} else {
+		checkMatrix(fn, "a", m, k, lda, la)
+	}
+	if transB {
+		checkMatrix(fn, "b", n, k, ldb, lb)
+	} else {
+		checkMatrix(fn, "b", k, n, ldb, lb)
+	}
+	checkMatrix(fn, "c", m, n, ldc, lc)
+}
+
+// gemm validates the arguments and dispatches to the scaling-only, direct
+// or blocked path. maxWorkers > 0 caps the number of threads (for tests and
+// benchmarks).
+func gemm[T scalar](st *typeState[T], kn *kernel[T], maxWorkers int, fn string, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	checkArgs(fn, transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	if work(m, n, k) < kn.small {
+		smallGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	st.blocked(kn, maxWorkers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// scaleC computes C = beta*C; beta == 0 zeroes C without reading it.
+func scaleC[T scalar](m, n int, beta T, c []T, ldc int) {
+	if beta == 1 {
+		return
+	}
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}

@@ -1,0 +1,626 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+)
+
+// path selects how a test call reaches the kernels.
+type path int
+
+const (
+	pathAuto    path = iota // the public dispatch (small or blocked)
+	pathBlocked             // always the packed, blocked algorithm
+	pathSmall               // always the direct path
+)
+
+func (p path) String() string { return [...]string{"auto", "blocked", "small"}[p] }
+
+// callGemm runs one GEMM through the chosen path, kernel and thread cap.
+func callGemm[T scalar](st *typeState[T], kn *kernel[T], p path, threads int, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	switch {
+	case p == pathAuto || m == 0 || n == 0 || k == 0:
+		gemm(st, kn, threads, "test", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	case p == pathBlocked:
+		checkArgs("test", transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+		st.blocked(kn, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	default:
+		checkArgs("test", transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+		smallGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	}
+}
+
+// problem is one GEMM with its operands. Stored matrices have padding
+// columns (ld > row length) filled with NaN, so reading them shows.
+type problem struct {
+	transA, transB  bool
+	m, n, k         int
+	alpha, beta     float64
+	padA, padB, pad int // extra row stride beyond the row length
+}
+
+func (pr problem) String() string {
+	return fmt.Sprintf("tA=%v,tB=%v,m=%d,n=%d,k=%d,alpha=%g,beta=%g,pad=%d/%d/%d",
+		pr.transA, pr.transB, pr.m, pr.n, pr.k, pr.alpha, pr.beta, pr.padA, pr.padB, pr.pad)
+}
+
+// operands are the stored matrices of a problem in float64.
+type operands struct {
+	a, b, c       []float64
+	lda, ldb, ldc int
+	ar, ac        int // stored rows and columns of A
+	br, bc        int
+}
+
+// makeOperands fills A, B and C with values in [-1, 1) from rng; padding
+// is NaN. When beta == 0, C is all NaN (it must be overwritten).
+func makeOperands(pr problem, rng *rand.Rand) operands {
+	var o operands
+	o.ar, o.ac = pr.m, pr.k
+	if pr.transA {
+		o.ar, o.ac = pr.k, pr.m
+	}
+	o.br, o.bc = pr.k, pr.n
+	if pr.transB {
+		o.br, o.bc = pr.n, pr.k
+	}
+	fill := func(rows, cols, pad int, nanAll bool) ([]float64, int) {
+		ld := max(1, cols+pad)
+		s := make([]float64, rows*ld)
+		for i := range rows {
+			for j := range ld {
+				if j < cols && !nanAll {
+					s[i*ld+j] = 2*rng.Float64() - 1
+				} else {
+					s[i*ld+j] = math.NaN()
+				}
+			}
+		}
+		return s, ld
+	}
+	o.a, o.lda = fill(o.ar, o.ac, pr.padA, false)
+	o.b, o.ldb = fill(o.br, o.bc, pr.padB, false)
+	o.c, o.ldc = fill(pr.m, pr.n, pr.pad, pr.beta == 0)
+	return o
+}
+
+// reference computes the expected C in float64 and, per element, a bound
+// on the float32 rounding error: 2(k+2) u (|alpha| sum|a||b| + |beta||c|).
+func reference(pr problem, o operands) (want, bound []float64) {
+	want = make([]float64, len(o.c))
+	bound = make([]float64, len(o.c))
+	copy(want, o.c)
+	const u = 0x1p-24
+	for i := range pr.m {
+		for j := range pr.n {
+			var s, sa float64
+			for p := range pr.k {
+				var av, bv float64
+				if pr.transA {
+					av = o.a[p*o.lda+i]
+				} else {
+					av = o.a[i*o.lda+p]
+				}
+				if pr.transB {
+					bv = o.b[j*o.ldb+p]
+				} else {
+					bv = o.b[p*o.ldb+j]
+				}
+				s += av * bv
+				sa += math.Abs(av * bv)
+			}
+			idx := i*o.ldc + j
+			v := pr.alpha * s
+			mag := math.Abs(pr.alpha) * sa
+			if pr.beta != 0 {
+				v += pr.beta * o.c[idx]
+				mag += math.Abs(pr.beta * o.c[idx])
+			}
+			want[idx] = v
+			bound[idx] = 2*float64(pr.k+2)*u*mag + 1e-30
+		}
+	}
+	return want, bound
+}
+
+func to32(s []float64) []float32 {
+	r := make([]float32, len(s))
+	for i, v := range s {
+		r[i] = float32(v)
+	}
+	return r
+}
+
+// check compares got with want within bound (scaled by slack) on the m x n
+// elements, and requires the padding of C to be untouched (still NaN).
+func check[T scalar](t *testing.T, what string, pr problem, o operands, got []T, want, bound []float64, slack float64) {
+	t.Helper()
+	bad := 0
+	for i := range pr.m {
+		for j := range o.ldc {
+			idx := i*o.ldc + j
+			g := float64(got[idx])
+			if j >= pr.n {
+				if !math.IsNaN(g) {
+					t.Errorf("%s %v: padding C[%d][%d] was written: %g", what, pr, i, j, g)
+					return
+				}
+				continue
+			}
+			if d := math.Abs(g - want[idx]); !(d <= slack*bound[idx]) {
+				if bad < 3 {
+					t.Errorf("%s %v: C[%d][%d] = %.9g, want %.9g (|diff| %.3g > %.3g)", what, pr, i, j, g, want[idx], d, slack*bound[idx])
+				}
+				bad++
+			}
+		}
+	}
+	if bad > 3 {
+		t.Errorf("%s %v: %d wrong elements in all", what, pr, bad)
+	}
+}
+
+// runSgemm runs pr through Sgemm with kernel kn on path p and checks the
+// result against the float64 reference.
+func runSgemm(t *testing.T, kn *kernel[float32], p path, threads int, pr problem, rng *rand.Rand) []float32 {
+	t.Helper()
+	o := makeOperands(pr, rng)
+	want, bound := reference(pr, o)
+	a, b, c := to32(o.a), to32(o.b), to32(o.c)
+	callGemm(&sState, kn, p, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), c, o.ldc)
+	check(t, fmt.Sprintf("Sgemm[%s,%v,threads=%d]", kn.name, p, threads), pr, o, c, want, bound, 1)
+	return c
+}
+
+// tableProblems returns every combination of transposes and alpha/beta
+// values over a set of shapes, with and without padded strides.
+func tableProblems() []problem {
+	shapes := [][3]int{
+		{1, 1, 1}, {7, 13, 31}, {13, 7, 67}, {31, 67, 13}, {67, 31, 127}, {127, 67, 7},
+		{1, 300, 1}, {1, 130, 257}, {300, 1, 40}, {40, 2, 300}, // vector-like
+		{130, 17, 9}, {5, 200, 33}, // tall-skinny, wide
+		{6, 16, 256}, {12, 32, 1}, {25, 49, 520}, // tile multiples, k past one block
+	}
+	var ps []problem
+	for si, s := range shapes {
+		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			for _, ab := range [][2]float64{{1, 0}, {1, 1}, {-0.75, 0}, {0.5, -1.25}, {0, 0.5}, {0, 0}, {1.5, 1}} {
+				pad := 0
+				if si%2 == 1 {
+					pad = 3
+				}
+				ps = append(ps, problem{tr[0], tr[1], s[0], s[1], s[2], ab[0], ab[1], pad, pad + 1, pad + 2})
+			}
+		}
+	}
+	return ps
+}
+
+// naiveKernel returns a Go micro-kernel for any mr x nr tile, for testing
+// the driver with the tile shapes of kernels this CPU cannot run.
+func naiveKernel[T scalar](name string, mr, nr, mc, kc, nc int) *kernel[T] {
+	return &kernel[T]{name: name, mr: mr, nr: nr, mc: mc, kc: kc, nc: nc,
+		fn: func(kc int, a, b, c *T, ldc int, alpha, beta T) {
+			ap, bp := unsafe.Slice(a, kc*mr), unsafe.Slice(b, kc*nr)
+			cs := unsafe.Slice(c, (mr-1)*ldc+nr)
+			for i := range mr {
+				for j := range nr {
+					var s T
+					for p := range kc {
+						s += ap[p*mr+i] * bp[p*nr+j]
+					}
+					if beta == 0 {
+						cs[i*ldc+j] = alpha * s
+					} else {
+						cs[i*ldc+j] = alpha*s + beta*cs[i*ldc+j]
+					}
+				}
+			}
+		}}
+}
+
+// testKernels returns the float32 kernels this CPU runs plus Go stand-ins
+// with the tile shape and blocking of the AVX-512 and AVX2 kernels, so the
+// driver is exercised with every geometry even where AVX-512 is missing.
+func testKernels() []*kernel[float32] {
+	ks := sgemmKernels()
+	if !hasAVX512Test() {
+		ks = append(ks, naiveKernel[float32]("as-avx512", 12, 32, 360, 128, 3072))
+	}
+	return append(ks, naiveKernel[float32]("as-avx2", 6, 16, 144, 256, 4080))
+}
+
+func hasAVX512Test() bool { return sgemmKernels()[0].name == "avx512" }
+
+func TestSgemmTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, pr := range tableProblems() {
+		runSgemm(t, sKern, pathAuto, 0, pr, rng)
+		runSgemm(t, sKern, pathSmall, 1, pr, rng)
+		for _, kn := range testKernels() {
+			for _, threads := range []int{1, 2} {
+				runSgemm(t, kn, pathBlocked, threads, pr, rng)
+			}
+		}
+	}
+}
+
+// TestSgemmBlocks covers several nc and kc blocks and edge tiles on the
+// blocked path with each thread count.
+func TestSgemmBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	probs := []problem{
+		{false, false, 3, 4200, 5, 1, 0, 0, 0, 0},           // several nc blocks
+		{true, true, 70, 4100, 3, 1, 0.5, 1, 2, 3},          // several nc blocks, transposed
+		{false, true, 100, 90, 600, -1, 1, 0, 5, 0},         // three kc blocks
+		{true, false, 199, 101, 300, 0.25, 0, 2, 0, 1},      // more rows than mc
+		{false, false, 390, 40, 270, 1, 2, 0, 0, 0},         // several mc blocks per worker
+		{false, false, 256, 256, 256, 1, 0, 0, 0, 0},        // the benchmark shape
+		{true, true, 1, 5000, 70, 1, 0, 0, 0, 0},            // one row
+		{false, false, 5000, 1, 70, 1, 0, 0, 0, 0},          // one column
+		{false, true, 64 * 64 / 8, 256, 256, 1, 0, 0, 0, 0}, // a model shape (fewer rows)
+	}
+	for _, kn := range testKernels() {
+		for _, threads := range []int{1, 2, 3} {
+			for _, pr := range probs {
+				if strings.HasPrefix(kn.name, "as-") && (threads == 3 || pr.m*pr.n*pr.k > 4e6) {
+					continue // the naive stand-in kernels are slow
+				}
+				runSgemm(t, kn, pathBlocked, threads, pr, rng)
+			}
+		}
+	}
+}
+
+// TestSgemmRandom runs seeded random shapes, strides, scalars, kernels,
+// paths and thread counts.
+func TestSgemmRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	kernels := testKernels()
+	scalars := []float64{0, 1, -1, 0.5, 2.25}
+	for range 300 {
+		pr := problem{
+			transA: rng.IntN(2) == 0, transB: rng.IntN(2) == 0,
+			m: 1 + rng.IntN(90), n: 1 + rng.IntN(90), k: 1 + rng.IntN(300),
+			alpha: scalars[rng.IntN(len(scalars))], beta: scalars[rng.IntN(len(scalars))],
+			padA: rng.IntN(3), padB: rng.IntN(3), pad: rng.IntN(3),
+		}
+		if rng.IntN(10) == 0 {
+			pr.k = 0
+		}
+		runSgemm(t, kernels[rng.IntN(len(kernels))], path(rng.IntN(3)), 1+rng.IntN(3), pr, rng)
+	}
+}
+
+// TestSgemmKernelsAgree checks that the assembly kernels and the portable Go
+// kernel produce the same products to float32 accuracy.
+func TestSgemmKernelsAgree(t *testing.T) {
+	kernels := sgemmKernels()
+	if len(kernels) < 2 {
+		t.Skip("only the Go kernel is available")
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, pr := range []problem{
+		{false, false, 67, 127, 31, 1, 0, 0, 0, 0},
+		{true, false, 131, 97, 300, -0.5, 2, 1, 0, 2},
+		{false, true, 256, 256, 256, 1, 1, 0, 0, 0},
+		{true, true, 50, 333, 129, 1.5, 0, 2, 1, 0},
+	} {
+		o := makeOperands(pr, rng)
+		_, bound := reference(pr, o)
+		a, b := to32(o.a), to32(o.b)
+		var results [][]float32
+		for _, kn := range kernels {
+			c := to32(o.c)
+			callGemm(&sState, kn, pathBlocked, 2, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), c, o.ldc)
+			results = append(results, c)
+		}
+		goRes := results[len(results)-1]
+		for ki, c := range results[:len(results)-1] {
+			want := make([]float64, len(goRes))
+			for i, v := range goRes {
+				want[i] = float64(v)
+			}
+			// Both are within bound of the exact value, so within 2*bound of each other.
+			check(t, "kernel "+kernels[ki].name+" vs go", pr, o, c, want, bound, 2)
+		}
+	}
+}
+
+// TestSgemmGonum compares Sgemm with gonum's native blas32.Gemm.
+func TestSgemmGonum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	tr := func(b bool) blas.Transpose {
+		if b {
+			return blas.Trans
+		}
+		return blas.NoTrans
+	}
+	for _, pr := range []problem{
+		{false, false, 7, 13, 31, 1, 0, 0, 0, 0},
+		{false, true, 67, 127, 13, -1, 0.5, 1, 2, 3},
+		{true, false, 127, 31, 67, 2, 1, 0, 1, 0},
+		{true, true, 100, 120, 300, 0.5, -1, 2, 0, 1},
+		{false, false, 256, 256, 256, 1, 0, 0, 0, 0},
+		{false, false, 1, 257, 129, 1, 0, 0, 0, 0},
+	} {
+		o := makeOperands(pr, rng)
+		_, bound := reference(pr, o)
+		a, b := to32(o.a), to32(o.b)
+		c := to32(o.c)
+		Sgemm(pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), c, o.ldc)
+		g := to32(o.c)
+		for i := range g {
+			if pr.beta == 0 && math.IsNaN(float64(g[i])) {
+				g[i] = 0 // gonum reads C... it must not be NaN for the oracle
+			}
+		}
+		blas32.Gemm(tr(pr.transA), tr(pr.transB), float32(pr.alpha),
+			blas32.General{Rows: o.ar, Cols: o.ac, Stride: o.lda, Data: a},
+			blas32.General{Rows: o.br, Cols: o.bc, Stride: o.ldb, Data: b},
+			float32(pr.beta), blas32.General{Rows: pr.m, Cols: pr.n, Stride: o.ldc, Data: g})
+		want := make([]float64, len(g))
+		for i, v := range g {
+			want[i] = float64(v)
+		}
+		for i := range pr.m { // restore NaN padding expected by check
+			for j := pr.n; j < o.ldc; j++ {
+				c[i*o.ldc+j] = float32(math.NaN())
+			}
+		}
+		check(t, "Sgemm vs gonum", pr, o, c, want, bound, 2)
+	}
+}
+
+func TestDgemm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var probs []problem
+	for i, pr := range tableProblems() {
+		if i%3 == 0 {
+			probs = append(probs, pr)
+		}
+	}
+	probs = append(probs,
+		problem{false, true, 100, 90, 600, -1, 1, 0, 5, 0},
+		problem{true, false, 199, 101, 300, 0.25, 0, 2, 0, 1},
+		problem{false, false, 3, 4200, 5, 1, 0, 0, 0, 0},
+	)
+	for _, kn := range dgemmKernels() {
+		for _, p := range []path{pathAuto, pathBlocked, pathSmall} {
+			for _, pr := range probs {
+				o := makeOperands(pr, rng)
+				want, bound := reference(pr, o)
+				// float64 rounding: the float32 bound times 2^-29.
+				for i := range bound {
+					bound[i] *= 0x1p-29
+				}
+				c := append([]float64(nil), o.c...)
+				callGemm(&dState, kn, p, 2, pr.transA, pr.transB, pr.m, pr.n, pr.k, pr.alpha, o.a, o.lda, o.b, o.ldb, pr.beta, c, o.ldc)
+				check(t, fmt.Sprintf("Dgemm[%s,%v]", kn.name, p), pr, o, c, want, bound, 1)
+			}
+		}
+	}
+}
+
+func TestDgemmGonum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	pr := problem{true, false, 97, 131, 203, 0.75, 0.5, 1, 0, 2}
+	o := makeOperands(pr, rng)
+	_, bound := reference(pr, o)
+	c := append([]float64(nil), o.c...)
+	Dgemm(pr.transA, pr.transB, pr.m, pr.n, pr.k, pr.alpha, o.a, o.lda, o.b, o.ldb, pr.beta, c, o.ldc)
+	g := append([]float64(nil), o.c...)
+	blas64.Gemm(blas.Trans, blas.NoTrans, pr.alpha,
+		blas64.General{Rows: o.ar, Cols: o.ac, Stride: o.lda, Data: o.a},
+		blas64.General{Rows: o.br, Cols: o.bc, Stride: o.ldb, Data: o.b},
+		pr.beta, blas64.General{Rows: pr.m, Cols: pr.n, Stride: o.ldc, Data: g})
+	for i := range bound {
+		bound[i] *= 0x1p-29
+	}
+	check(t, "Dgemm vs gonum", pr, o, c, g, bound, 2)
+}
+
+// TestSgemmHandComputed checks small products worked out by hand.
+func TestSgemmHandComputed(t *testing.T) {
+	// A = [1 2 3; 4 5 6], B = [7 8; 9 10; 11 12]: A*B = [58 64; 139 154].
+	a := []float32{1, 2, 3, 4, 5, 6}
+	b := []float32{7, 8, 9, 10, 11, 12}
+	at := []float32{1, 4, 2, 5, 3, 6}    // A^T stored 3x2
+	bt := []float32{7, 9, 11, 8, 10, 12} // B^T stored 2x3
+	tests := []struct {
+		name           string
+		transA, transB bool
+		a, b           []float32
+		alpha, beta    float32
+		c, want        []float32
+	}{
+		{"NN", false, false, a, b, 1, 0, []float32{nan32(), nan32(), nan32(), nan32()}, []float32{58, 64, 139, 154}},
+		{"TN", true, false, at, b, 1, 0, make([]float32, 4), []float32{58, 64, 139, 154}},
+		{"NT", false, true, a, bt, 1, 0, make([]float32, 4), []float32{58, 64, 139, 154}},
+		{"TT", true, true, at, bt, 1, 0, make([]float32, 4), []float32{58, 64, 139, 154}},
+		{"alpha,beta", false, false, a, b, 2, -1, []float32{1, 2, 3, 4}, []float32{115, 126, 275, 304}},
+		{"alpha=0", false, false, a, b, 0, 3, []float32{1, 2, 3, 4}, []float32{3, 6, 9, 12}},
+	}
+	for _, tc := range tests {
+		lda, ldb := 3, 2
+		if tc.transA {
+			lda = 2
+		}
+		if tc.transB {
+			ldb = 3
+		}
+		c := append([]float32(nil), tc.c...)
+		Sgemm(tc.transA, tc.transB, 2, 2, 3, tc.alpha, tc.a, lda, tc.b, ldb, tc.beta, c, 2)
+		for i := range c {
+			if c[i] != tc.want[i] {
+				t.Errorf("%s: C = %v, want %v", tc.name, c, tc.want)
+				break
+			}
+		}
+	}
+}
+
+func nan32() float32 { return float32(math.NaN()) }
+
+// TestDegenerate checks zero sizes and k == 0 (C = beta*C).
+func TestDegenerate(t *testing.T) {
+	c := []float32{1, 2, 3, 4}
+	Sgemm(false, false, 0, 2, 3, 1, nil, 3, make([]float32, 6), 2, 0, nil, 2)
+	Sgemm(false, false, 2, 0, 3, 1, make([]float32, 6), 3, nil, 1, 0, nil, 1)
+	Sgemm(false, false, 2, 2, 0, 1, nil, 1, nil, 2, 0.5, c, 2)
+	if want := []float32{0.5, 1, 1.5, 2}; fmt.Sprint(c) != fmt.Sprint(want) {
+		t.Errorf("k=0, beta=0.5: C = %v, want %v", c, want)
+	}
+	c = []float32{nan32(), 1, 2, nan32()}
+	Sgemm(true, true, 2, 2, 0, 1, nil, 2, nil, 1, 0, c, 2)
+	if want := []float32{0, 0, 0, 0}; fmt.Sprint(c) != fmt.Sprint(want) {
+		t.Errorf("k=0, beta=0: C = %v, want %v", c, want)
+	}
+	d := []float64{1, 2}
+	Dgemm(false, false, 1, 2, 0, 1, nil, 1, nil, 2, 1, d, 2)
+	if d[0] != 1 || d[1] != 2 {
+		t.Errorf("Dgemm k=0, beta=1 changed C: %v", d)
+	}
+}
+
+func TestPanics(t *testing.T) {
+	s := func(n int) []float32 { return make([]float32, n) }
+	tests := []struct {
+		name string
+		call func()
+		want string
+	}{
+		{"negative m", func() { Sgemm(false, false, -1, 2, 2, 1, s(4), 2, s(4), 2, 0, s(4), 2) }, "negative dimension"},
+		{"short a", func() { Sgemm(false, false, 2, 2, 3, 1, s(5), 3, s(6), 2, 0, s(4), 2) }, "len(a) = 5, but a 2x3 matrix with lda = 3 needs 6"},
+		{"short a^T", func() { Sgemm(true, false, 2, 2, 3, 1, s(5), 2, s(6), 2, 0, s(4), 2) }, "len(a) = 5, but a 3x2 matrix"},
+		{"short b", func() { Sgemm(false, false, 2, 2, 3, 1, s(6), 3, s(5), 2, 0, s(4), 2) }, "len(b) = 5"},
+		{"short c", func() { Sgemm(false, false, 2, 2, 3, 1, s(6), 3, s(6), 2, 0, s(4), 3) }, "len(c) = 4, but a 2x2 matrix with ldc = 3 needs 5"},
+		{"small lda", func() { Sgemm(false, false, 2, 2, 3, 1, s(6), 2, s(6), 2, 0, s(4), 2) }, "lda = 2 is less than the row length 3"},
+		{"small ldb^T", func() { Sgemm(false, true, 2, 2, 3, 1, s(6), 3, s(6), 2, 0, s(4), 2) }, "ldb = 2 is less than the row length 3"},
+		{"Dgemm short c", func() {
+			Dgemm(false, false, 2, 2, 1, 1, make([]float64, 2), 1, make([]float64, 2), 2, 0, make([]float64, 3), 2)
+		}, "gemm.Dgemm: len(c) = 3"},
+	}
+	for _, tc := range tests {
+		func() {
+			defer func() {
+				r := recover()
+				msg, _ := r.(string)
+				if r == nil || !strings.Contains(msg, tc.want) {
+					t.Errorf("%s: panic %v, want a message containing %q", tc.name, r, tc.want)
+				}
+			}()
+			tc.call()
+		}()
+	}
+}
+
+// TestConcurrentCalls runs Sgemm from several goroutines at once: calls that
+// find the worker pool busy must fall back to one thread and still be right.
+func TestConcurrentCalls(t *testing.T) {
+	pr := problem{false, true, 120, 130, 140, 1, 0, 0, 0, 0}
+	o := makeOperands(pr, rand.New(rand.NewPCG(15, 16)))
+	want, bound := reference(pr, o)
+	a, b := to32(o.a), to32(o.b)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				c := make([]float32, len(o.c))
+				Sgemm(pr.transA, pr.transB, pr.m, pr.n, pr.k, 1, a, o.lda, b, o.ldb, 0, c, o.ldc)
+				check(t, fmt.Sprintf("goroutine %d", g), pr, o, c, want, bound, 1)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestNoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	const n = 256
+	a, b, c := make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	for i := range a {
+		a[i], b[i] = float32(i%7), float32(i%5)
+	}
+	Sgemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n) // warm up buffers and pool
+	if allocs := testing.AllocsPerRun(5, func() {
+		Sgemm(false, false, n, n, n, 1, a, n, b, n, 0, c, n)
+		Sgemm(true, true, n, n, n, 1, a, n, b, n, 1, c, n)
+	}); allocs != 0 {
+		t.Errorf("Sgemm 256^3 allocates %v times per call pair, want 0", allocs)
+	}
+	d := make([]float64, 100*100)
+	Dgemm(false, false, 100, 100, 100, 1, d, 100, d[:], 100, 0, make([]float64, 100*100), 100)
+	cd := make([]float64, 100*100)
+	if allocs := testing.AllocsPerRun(5, func() {
+		Dgemm(false, false, 100, 100, 100, 1, d, 100, d, 100, 0, cd, 100)
+	}); allocs != 0 {
+		t.Errorf("Dgemm 100^3 allocates %v times per call, want 0", allocs)
+	}
+}
+
+func TestSplitTasks(t *testing.T) {
+	tests := []struct {
+		nw, m, n, mr, nr, mc  int
+		mcTask, rowChunks, gn int
+	}{
+		{1, 1000, 1000, 6, 16, 144, 144, 7, 1}, // one worker: whole mc blocks
+		{2, 256, 256, 6, 16, 144, 48, 6, 1},    // 3 chunks per worker
+		{2, 1024, 1024, 6, 16, 144, 144, 8, 1}, // capped at mc
+		{2, 6, 4080, 6, 16, 144, 6, 1, 6},      // one row panel: split columns
+		{2, 12, 16, 6, 16, 144, 6, 2, 1},       // one column panel
+		{4, 20, 600, 6, 16, 144, 6, 4, 3},
+	}
+	for _, tc := range tests {
+		mcTask, rowChunks, gn := splitTasks(tc.nw, tc.m, tc.n, tc.mr, tc.nr, tc.mc)
+		if mcTask != tc.mcTask || rowChunks != tc.rowChunks || gn != tc.gn {
+			t.Errorf("splitTasks(%d, %d, %d, %d, %d, %d) = %d, %d, %d; want %d, %d, %d",
+				tc.nw, tc.m, tc.n, tc.mr, tc.nr, tc.mc, mcTask, rowChunks, gn, tc.mcTask, tc.rowChunks, tc.gn)
+		}
+	}
+}
+
+// TestDispatch checks kernel selection: Kernel reports the first kernel the
+// CPU supports, LGFLOW_GEMM overrides it, and every kernel is well formed.
+func TestDispatch(t *testing.T) {
+	ks := sgemmKernels()
+	if got := Kernel(); got != ks[0].name && got != pickKernel(ks).name {
+		t.Errorf("Kernel() = %q, want %q", got, ks[0].name)
+	}
+	if ks[len(ks)-1] != sGo {
+		t.Errorf("the Go kernel must be the last resort")
+	}
+	t.Setenv("LGFLOW_GEMM", "go")
+	if k := pickKernel(ks); k != sGo {
+		t.Errorf("LGFLOW_GEMM=go picked %q", k.name)
+	}
+	t.Setenv("LGFLOW_GEMM", "nonsense")
+	if k := pickKernel(ks); k != ks[0] {
+		t.Errorf("LGFLOW_GEMM=nonsense picked %q, want the default %q", k.name, ks[0].name)
+	}
+	for _, name := range []string{"avx512", "avx2", "go"} {
+		k := sgemmKernelFor(name)
+		if k == nil {
+			if name == "go" || asmBuilt {
+				t.Errorf("no kernel named %q", name)
+			}
+			continue
+		}
+		if k.mc%k.mr != 0 || k.nc%k.nr != 0 || k.kc <= 0 {
+			t.Errorf("kernel %q: blocking mc=%d nc=%d kc=%d does not fit tile %dx%d", name, k.mc, k.nc, k.kc, k.mr, k.nr)
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package tensor
+
+// Code below is float32 vector math with the exponential and erfc
+// polynomials written out inline (the Go compiler will not inline them:
+// a call per element would cost more than the arithmetic). The scalar
+// reference versions are in mathf.go and the accuracy tests in
+// mathf_test.go. All arithmetic is in float64.
+
+import "math"
+
+const expShifter = 0x1.8p52
+
+// expVec32 sets d[i] = e^a[i].
+func expVec32(d, a []float32) {
+	a = a[:len(d)]
+	for i := range d {
+		x := min(max(float64(a[i]), -120), 89)
+		en := (x*log2e + expShifter) - expShifter
+		er := (x - en*ln2Hi) - en*ln2Lo
+		er2 := er * er
+		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
+			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		d[i] = float32(e)
+	}
+}
+
+// expSubVec32 sets d[i] = e^(x[i]-m) and returns Σ d[i] in float64. d may
+// be x; m >= max x.
+func expSubVec32(d, x []float32, m float32) float64 {
+	x = x[:len(d)]
+	mf := float64(m)
+	s := 0.0
+	for i := range d {
+		y := max(float64(x[i])-mf, -120)
+		en := (y*log2e + expShifter) - expShifter
+		er := (y - en*ln2Hi) - en*ln2Lo
+		er2 := er * er
+		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
+			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		d[i] = float32(e)
+		s += e
+	}
+	return s
+}
+
+// sumExpSub32 returns Σ e^(x[i]-m) in float64 (m >= max x).
+func sumExpSub32(x []float32, m float32) float64 {
+	mf := float64(m)
+	s := 0.0
+	for _, v := range x {
+		y := max(float64(v)-mf, -120)
+		en := (y*log2e + expShifter) - expShifter
+		er := (y - en*ln2Hi) - en*ln2Lo
+		er2 := er * er
+		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
+			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		s += e
+	}
+	return s
+}
+
+// geluVec32 sets d[i] = a[i]·Φ(a[i]) = a/2·erfc(-a/√2). It works in
+// blocks of two passes — the rational part, then the exponential — so that
+// each loop body is short and the processor overlaps many elements.
+func geluVec32(d, a []float32) {
+	a = a[:len(d)]
+	var tb, eb [blk]float64
+	for s := 0; s < len(d); s += blk {
+		ds, as := d[s:min(s+blk, len(d))], a[s:min(s+blk, len(d))]
+		erfcPass1(as, &tb, &eb)
+		for i := range ds {
+			ea := eb[i]
+			en := (ea*log2e + expShifter) - expShifter
+			er := (ea - en*ln2Hi) - en*ln2Lo
+			er2 := er * er
+			e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
+				math.Float64frombits(uint64(int64(en)+1023)<<52)
+			x := float64(as[i])
+			c := tb[i] * e
+			if x > 0 {
+				c = 2 - c
+			}
+			ds[i] = float32(0.5 * x * c)
+		}
+	}
+}
+
+// erfcPass1 sets tb[i] = t and eb[i] = the exponent of erfc(|a[i]|/√2) =
+// t·e^eb[i] (Numerical Recipes' erfcc, relative error < 1.2e-7).
+func erfcPass1(a []float32, tb, eb *[blk]float64) {
+	a = a[:min(len(a), blk)]
+	for i, v := range a {
+		z := math.Abs(float64(v)) * invSqrt2
+		t := 1 / (1 + 0.5*z)
+		t2 := t * t
+		t4 := t2 * t2
+		q := (-1.26551223 + t*1.00002368) + t2*(0.37409196+t*0.09678418) +
+			t4*((-0.18628806+t*0.27886807)+t2*(-1.13520398+t*1.48851587)) + t4*t4*(-0.82215223+t*0.17087277)
+		tb[i] = t
+		eb[i] = max(q-z*z, -700)
+	}
+}
+
+// geluGradVec32 sets d[i] = gy[i]·(Φ(x) + x·φ(x)) with x = a[i].
+func geluGradVec32(d, a, gy []float32) {
+	a, gy = a[:len(d)], gy[:len(d)]
+	var tb, eb [blk]float64
+	for s := 0; s < len(d); s += blk {
+		ds, as, gs := d[s:min(s+blk, len(d))], a[s:min(s+blk, len(d))], gy[s:min(s+blk, len(d))]
+		erfcPass1(as, &tb, &eb)
+		for i := range ds {
+			ea := eb[i]
+			en := (ea*log2e + expShifter) - expShifter
+			er := (ea - en*ln2Hi) - en*ln2Lo
+			er2 := er * er
+			e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
+				math.Float64frombits(uint64(int64(en)+1023)<<52)
+			x := float64(as[i])
+			c := tb[i] * e
+			if x > 0 {
+				c = 2 - c
+			}
+			g := max(-0.5*x*x, -700)
+			fn := (g*log2e + expShifter) - expShifter
+			fr := (g - fn*ln2Hi) - fn*ln2Lo
+			fr2 := fr * fr
+			f := ((1 + fr) + fr2*(1.0/2+fr*(1.0/6)) + fr2*fr2*((1.0/24+fr*(1.0/120))+fr2*(1.0/720+fr*(1.0/5040)))) *
+				math.Float64frombits(uint64(int64(fn)+1023)<<52)
+			ds[i] = float32(float64(gs[i]) * (0.5*c + x*invSqrt2Pi*f))
+		}
+	}
+}
+
+// sigmoidVec32 sets d[i] = 1/(1+e^-a[i]).
+func sigmoidVec32(d, a []float32) {
+	a = a[:len(d)]
+	for i := range d {
+		y := min(max(-float64(a[i]), -120), 120)
+		en := (y*log2e + expShifter) - expShifter
+		er := (y - en*ln2Hi) - en*ln2Lo
+		er2 := er * er
+		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
+			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		d[i] = float32(1 / (1 + e))
+	}
+}
+
+// siluVec32 sets d[i] = a[i]·sigmoid(a[i]).
+func siluVec32(d, a []float32) {
+	a = a[:len(d)]
+	for i := range d {
+		x := float64(a[i])
+		y := min(max(-x, -120), 120)
+		en := (y*log2e + expShifter) - expShifter
+		er := (y - en*ln2Hi) - en*ln2Lo
+		er2 := er * er
+		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
+			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		d[i] = float32(x / (1 + e))
+	}
+}
+
+// siluGradVec32 sets d[i] = gy[i]·s·(1 + x·(1-s)) with s = sigmoid(x),
+// x = a[i].
+func siluGradVec32(d, a, gy []float32) {
+	a, gy = a[:len(d)], gy[:len(d)]
+	for i := range d {
+		x := float64(a[i])
+		y := min(max(-x, -120), 120)
+		en := (y*log2e + expShifter) - expShifter
+		er := (y - en*ln2Hi) - en*ln2Lo
+		er2 := er * er
+		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
+			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		s := 1 / (1 + e)
+		d[i] = float32(float64(gy[i]) * s * (1 + x*(1-s)))
+	}
+}
+
+// tanhVec32 sets d[i] = tanh a[i].
+func tanhVec32(d, a []float32) {
+	a = a[:len(d)]
+	for i := range d {
+		x := float64(a[i])
+		if math.Abs(x) < 0.004 {
+			x2 := x * x
+			d[i] = float32(x * (1 - x2*(1.0/3-x2*(2.0/15))))
+			continue
+		}
+		y := min(max(2*x, -60), 60)
+		en := (y*log2e + expShifter) - expShifter
+		er := (y - en*ln2Hi) - en*ln2Lo
+		er2 := er * er
+		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
+			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		d[i] = float32(1 - 2/(e+1))
+	}
+}

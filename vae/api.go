@@ -1,0 +1,135 @@
+package vae
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"lgflow/autograd"
+	"lgflow/graph"
+	"lgflow/nn"
+	"lgflow/safetensors"
+	"lgflow/tensor"
+	"lgflow/trainer"
+)
+
+// Save writes the model's weights to path as safetensors, with the model
+// configuration (JSON under "config") and the extra metadata. The write is
+// atomic.
+func (m *Model) Save(path string, extra map[string]string) error {
+	meta := map[string]string{trainer.MetaKind: "lgflow.vae", trainer.MetaConfig: trainer.MarshalMeta(m.Cfg)}
+	for k, v := range extra {
+		meta[k] = v
+	}
+	return safetensors.Save(path, nn.StateDict(m), meta)
+}
+
+// Load reads a model written by Save (or the best-model file of Train).
+// It returns a clear error for a file that is not an LG-VAE checkpoint, is
+// truncated, or whose tensors do not match its configuration.
+func Load(path string) (*Model, error) {
+	f, err := safetensors.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := FromFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// FromFile builds a model from decoded safetensors contents (for example
+// a checkpoint embedded with go:embed and decoded by safetensors.Decode).
+func FromFile(f *safetensors.File) (*Model, error) {
+	if k := f.Metadata[trainer.MetaKind]; k != "lgflow.vae" {
+		return nil, fmt.Errorf("not an LG-VAE checkpoint (kind %q)", k)
+	}
+	var cfg Config
+	if err := trainer.UnmarshalMeta(f.Metadata, trainer.MetaConfig, &cfg); err != nil {
+		return nil, err
+	}
+	m, err := New(cfg, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := nn.LoadStateDict(m, f.Tensors); err != nil {
+		return nil, err
+	}
+	m.Train(false)
+	return m, nil
+}
+
+// EncodeGraphs returns the posterior mean latents of each graph, one
+// (N_i, Latent) float32 tensor per graph, computed in evaluation mode in
+// batches of batchSize graphs (0 means 64). A graph's latents do not depend
+// on the other graphs passed with it.
+func (m *Model) EncodeGraphs(ctx context.Context, gs []*graph.Graph, batchSize int) ([]*tensor.Tensor, error) {
+	if m.training {
+		return nil, errors.New("vae: EncodeGraphs needs a model in evaluation mode (call Train(false))")
+	}
+	d, err := Prepare(ctx, gs, m.Cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	if batchSize <= 0 {
+		batchSize = 64
+	}
+	out := make([]*tensor.Tensor, 0, len(gs))
+	for lo := 0; lo < len(gs); lo += batchSize {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		hi := min(lo+batchSize, len(gs))
+		b := graph.NewBatch(gs[lo:hi])
+		tp := autograd.NoGrad()
+		mu, _ := m.Encode(tp, b, d.Features[lo:hi], nil)
+		mu32 := mu.Value.To(tensor.Float32)
+		for i := range b.Len() {
+			out = append(out, mu32.Slice(0, b.NodeOffset[i], b.NodeOffset[i+1]).Clone())
+		}
+		tp.Release()
+	}
+	return out, nil
+}
+
+// DecodeGraphs decodes per-graph latents (each (N_i, Latent)) into graphs.
+func (m *Model) DecodeGraphs(ctx context.Context, latents []*tensor.Tensor) ([]*graph.Graph, error) {
+	if len(latents) == 0 {
+		return nil, nil
+	}
+	n := 0
+	sz := make([]int, len(latents))
+	for i, z := range latents {
+		if z.Rank() != 2 || z.Dim(1) != m.Cfg.Latent {
+			return nil, fmt.Errorf("vae: latent %d has shape %v, want (N, %d)", i, z.Shape(), m.Cfg.Latent)
+		}
+		sz[i] = z.Dim(0)
+		n = max(n, sz[i])
+	}
+	z := tensor.New(m.DType(), len(latents), n, m.Cfg.Latent)
+	for i, l := range latents {
+		tensor.Copy(z.Slice(0, i, i+1).Slice(1, 0, sz[i]), l.To(m.DType()).Reshape(1, sz[i], m.Cfg.Latent))
+	}
+	return m.DecodePadded(ctx, z, sz)
+}
+
+// DecodePadded decodes padded latents z (B, N, Latent) of graphs with the
+// given node counts into graphs.
+func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int) ([]*graph.Graph, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if z.Rank() != 3 || z.Dim(0) != len(sizes) || z.Dim(2) != m.Cfg.Latent {
+		return nil, fmt.Errorf("vae: padded latents of shape %v for %d graphs, want (B, N, %d)", z.Shape(), len(sizes), m.Cfg.Latent)
+	}
+	for i, s := range sizes {
+		if s < 0 || s > z.Dim(1) {
+			return nil, fmt.Errorf("vae: graph %d has %d nodes, more than the padded width %d", i, s, z.Dim(1))
+		}
+	}
+	tp := autograd.NoGrad()
+	defer tp.Release()
+	dec := m.DecodeDense(tp, autograd.NewConst(z.To(m.DType())), sizes)
+	return m.graphs(dec), nil
+}

@@ -1,0 +1,78 @@
+package vae_test
+
+import (
+	"context"
+	"testing"
+
+	"lgflow/autograd"
+	"lgflow/graph"
+	"lgflow/graph/datasets"
+	"lgflow/optim"
+	"lgflow/tensor"
+	"lgflow/trainer"
+	"lgflow/vae"
+)
+
+// BenchmarkTrainStep times one LG-VAE optimisation step (forward, backward
+// and AdamW update, exactly as vae.Train does it) on a fixed batch of
+// 64-node planar graphs, and reports graphs/s, s/step and the speed-up over
+// the reference PyTorch 1.13 implementation on CPU (2 threads, same machine,
+// same configuration and batch), whose s/step is given per case.
+//
+// paper-planar is the paper's Planar autoencoder at batch 256; one step
+// takes tens of seconds on two cores, so run it with -benchtime=1x:
+//
+//	go test -run XXX -bench 'TrainStep/paper-planar' -benchtime 1x ./vae/
+func BenchmarkTrainStep(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		cfg    vae.Config
+		graphs int
+		torch  float64 // reference s/step
+		warmup bool    // take one untimed step first
+	}{
+		{"paper-planar", vae.Config{K: 16, Latent: 16, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 16,
+			EdgeClasses: 1, Norm: vae.LayerNorm, KLWeight: 1e-6, SignFlips: true}, 256, 19, false},
+		{"small", vae.Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16,
+			EdgeClasses: 1, Norm: vae.LayerNorm, KLWeight: 1e-6, SignFlips: true}, 32, 0.71, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			gs := datasets.Planar(64, bc.graphs, 1)
+			d, err := vae.Prepare(context.Background(), gs, bc.cfg, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := vae.New(bc.cfg, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			params := trainer.OptimParams(m)
+			opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: 2e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 1e-4})
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.Train(true)
+			batch := graph.NewBatch(gs)
+			step := func(i int) {
+				tp := autograd.NewTape()
+				loss, _ := m.Objective(tp, batch, d.Features, tensor.NewRNG(uint64(i)))
+				trainer.ZeroGrad(params)
+				tp.Backward(loss.Total)
+				tp.Release()
+				opt.Step()
+			}
+			if bc.warmup {
+				step(-1)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				step(i)
+			}
+			sec := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(float64(bc.graphs)/sec, "graphs/s")
+			b.ReportMetric(sec, "s/step")
+			b.ReportMetric(bc.torch/sec, "x-torch")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

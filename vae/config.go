@@ -1,0 +1,188 @@
+package vae
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Norm selects the normalisation after each message-passing layer of rho.
+type Norm string
+
+const (
+	// LayerNorm normalises each node over its features. A node's latent
+	// never depends on the other graphs of its batch (the default).
+	LayerNorm Norm = "layer"
+	// BatchNorm uses batch statistics in training and running statistics
+	// in evaluation, so evaluation is batch-independent too.
+	BatchNorm Norm = "batch"
+	// NoNorm applies no normalisation.
+	NoNorm Norm = "none"
+)
+
+// Config is the architecture of an LG-VAE. It is stored in checkpoints.
+type Config struct {
+	// K is the number of lowest Laplacian eigenpairs fed to phi.
+	K int `json:"k"`
+	// Latent is the latent dimension d per node.
+	Latent int `json:"latent"`
+	// PhiWidth is phi's output width h (its inner width is 2h).
+	PhiWidth int `json:"phi_width"`
+	// Layers and Width are rho's depth and width (Width must equal PhiWidth
+	// plus nothing: the node embedding H = H_X + H_phi has width PhiWidth,
+	// which rho's first layer maps to Width).
+	Layers int `json:"layers"`
+	Width  int `json:"width"`
+	// DeepSet is the width of the decoder's row-wise DeepSet.
+	DeepSet int `json:"deepset"`
+	// Eta scales the 1-WL orbit perturbation of eigenvector rows (0 = off).
+	Eta float64 `json:"eta"`
+	// NodeClasses is the number of categorical node labels a (0 = unlabelled).
+	NodeClasses int `json:"node_classes"`
+	// EdgeClasses is the number of edge labels b (1 for plain graphs); the
+	// decoder predicts b+1 classes, class 0 meaning "no edge".
+	EdgeClasses int `json:"edge_classes"`
+	// Directed selects the DAG variant: magnetic Laplacian eigenvectors,
+	// directed message passing and the magnetic decoder.
+	Directed bool `json:"directed"`
+	// Q is the magnetic potential for Directed models (one q per model).
+	Q float64 `json:"q"`
+	// Norm is the normalisation used in rho.
+	Norm Norm `json:"norm"`
+	// KLWeight multiplies the KL term of the loss (1e-6).
+	KLWeight float64 `json:"kl_weight"`
+	// LogVarInit initialises the bias of the log-variance head. The
+	// reference leaves it at 0 (posterior std 1, as large as the signal);
+	// with a KL weight of 1e-6 the model must then spend thousands of steps
+	// shrinking it before reconstruction can become exact. A negative value
+	// (e.g. -6, std 0.05) removes that warm-up.
+	LogVarInit float64 `json:"logvar_init"`
+	// ScaleEigvecs multiplies eigenvector entries by sqrt(N), giving every
+	// eigenvector unit root-mean-square entries instead of O(1/sqrt(N)).
+	// phi is learnable, so this changes what the model can represent not at
+	// all, but it changes optimisation a lot: with unscaled inputs the
+	// node-distinguishing signal is tiny next to the eigenvalue terms that
+	// all nodes share, and Adam needs thousands of steps to grow the weights.
+	ScaleEigvecs bool `json:"scale_eigvecs"`
+	// SignFlips randomises eigenvector signs during training (one +-1 per
+	// eigen-slot per batch), as the reference does. Without it the model
+	// relies on the spectral package's deterministic sign convention.
+	SignFlips bool `json:"sign_flips"`
+}
+
+// Validate reports whether c describes a buildable model.
+func (c Config) Validate() error {
+	switch {
+	case c.K <= 0 || c.Latent <= 0 || c.PhiWidth <= 0 || c.Width <= 0:
+		return fmt.Errorf("vae: K, Latent, PhiWidth and Width must be positive (got %d, %d, %d, %d)", c.K, c.Latent, c.PhiWidth, c.Width)
+	case c.Layers <= 0:
+		return fmt.Errorf("vae: Layers must be positive, got %d", c.Layers)
+	case c.DeepSet <= 0:
+		return fmt.Errorf("vae: DeepSet must be positive, got %d", c.DeepSet)
+	case c.EdgeClasses <= 0:
+		return fmt.Errorf("vae: EdgeClasses must be at least 1, got %d", c.EdgeClasses)
+	case c.NodeClasses < 0:
+		return fmt.Errorf("vae: NodeClasses must be >= 0, got %d", c.NodeClasses)
+	case c.Eta < 0:
+		return fmt.Errorf("vae: Eta must be >= 0, got %g", c.Eta)
+	case c.Directed && (c.Q <= 0 || c.Q >= 0.5):
+		return fmt.Errorf("vae: a directed model needs 0 < Q < 0.5, got %g", c.Q)
+	}
+	switch c.Norm {
+	case LayerNorm, BatchNorm, NoNorm:
+	default:
+		return fmt.Errorf("vae: unknown Norm %q (want layer, batch or none)", c.Norm)
+	}
+	return nil
+}
+
+// TrainConfig is the optimisation recipe of LG-VAE training.
+type TrainConfig struct {
+	Steps       int     `json:"steps"`
+	BatchSize   int     `json:"batch_size"`
+	LR          float64 `json:"lr"`
+	MinLR       float64 `json:"min_lr"`
+	Warmup      int     `json:"warmup"`
+	WeightDecay float64 `json:"weight_decay"`
+	Beta1       float64 `json:"beta1"`
+	Beta2       float64 `json:"beta2"`
+	// ValEvery is the number of steps between validation reconstructions
+	// (and best-checkpoint updates); 0 disables validation.
+	ValEvery int `json:"val_every"`
+	// CheckpointEvery is the number of steps between resumable checkpoints.
+	CheckpointEvery int `json:"checkpoint_every"`
+	// ClipNorm clips the global gradient norm when positive.
+	ClipNorm float64 `json:"clip_norm"`
+	// Seed drives initialisation, batching and every random draw.
+	Seed uint64 `json:"seed"`
+}
+
+// Preset is a named model and training recipe for a dataset.
+type Preset struct {
+	Model Config
+	Train TrainConfig
+}
+
+// paperTrain returns the reference training recipe (REFERENCE.md 1.5).
+func paperTrain(lr, minLR float64, steps, warmup, batch int) TrainConfig {
+	return TrainConfig{Steps: steps, BatchSize: batch, LR: lr, MinLR: minLR, Warmup: warmup,
+		WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 1000, CheckpointEvery: 500}
+}
+
+var presets = map[string]Preset{
+	"planar/paper": {
+		Model: Config{K: 16, Latent: 16, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 16, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Train: paperTrain(2e-4, 1.5e-4, 50000, 100, 256),
+	},
+	"tree/paper": {
+		Model: Config{K: 16, Latent: 16, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Train: paperTrain(3e-4, 1e-4, 35000, 100, 256),
+	},
+	"ego/paper": {
+		Model: Config{K: 64, Latent: 24, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Train: paperTrain(2e-4, 5e-5, 40000, 100, 64),
+	},
+	"price/paper": {
+		Model: Config{K: 32, Latent: 24, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 16, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Train: paperTrain(3e-4, 1.5e-4, 50000, 100, 256),
+	},
+	"tpu/paper": {
+		Model: Config{K: 64, Latent: 24, PhiWidth: 256, Layers: 12, Width: 256, DeepSet: 24, Eta: 0.05, NodeClasses: 47, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Train: paperTrain(2e-4, 1e-5, 40000, 100, 256),
+	},
+	// CPU presets: small enough to train on two cores.
+	"planar/cpu": {
+		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true},
+		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250},
+	},
+	"tree/cpu": {
+		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true},
+		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250},
+	},
+	"price/cpu": {
+		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true},
+		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250},
+	},
+}
+
+// PresetFor returns the preset for a dataset ("planar", "tree", "price",
+// "ego", "tpu", ...) and a size ("cpu" or "paper").
+func PresetFor(dataset, size string) (Preset, error) {
+	p, ok := presets[dataset+"/"+size]
+	if !ok {
+		return Preset{}, fmt.Errorf("vae: no preset %q for dataset %q (have %v)", size, dataset, PresetNames())
+	}
+	return p, nil
+}
+
+// RegisterPreset adds or replaces a preset (e.g. for molecules).
+func RegisterPreset(dataset, size string, p Preset) { presets[dataset+"/"+size] = p }
+
+// PresetNames lists the registered presets as "dataset/size".
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for k := range presets {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,222 @@
+package vae
+
+import (
+	"lgflow/autograd"
+	"lgflow/graph"
+	"lgflow/tensor"
+)
+
+// Loss holds the terms of the LG-VAE objective for one batch.
+type Loss struct {
+	// Total = Edge + Node + KLWeight*KL, the value differentiated.
+	Total *autograd.Var
+	// Edge is the mean cross-entropy over valid ordered pairs.
+	Edge float64
+	// Node is the mean cross-entropy of node labels (0 if unlabelled).
+	Node float64
+	// KL is the mean over nodes of KL(q(z|G) || N(0, I)).
+	KL float64
+}
+
+// targets returns the padded edge-class targets (B*N*N) and node-label
+// targets (B*N) of a batch.
+func targets(b *graph.Batch) (edge, node []int32) {
+	edge = b.DenseEdgeClasses(nil)
+	if b.NodeLabels != nil {
+		node = make([]int32, b.Len()*b.MaxN)
+		for i, l := range b.NodeLabels {
+			node[b.PaddedRow(i)] = l
+		}
+	}
+	return edge, node
+}
+
+// nodeWeights returns the (B*N) 0/1 weights of real nodes in padded order.
+func nodeWeights(b *graph.Batch) []float32 { return b.Mask(nil) }
+
+// sizes returns the node counts of a batch's graphs.
+func sizes(b *graph.Batch) []int {
+	s := make([]int, b.Len())
+	for i, g := range b.Graphs {
+		s[i] = g.N()
+	}
+	return s
+}
+
+// Pad scatters concatenated per-node rows (NumNodes, d) into the padded
+// layout (B, MaxN, d) with zero rows for padding, differentiably.
+func Pad(tp *autograd.Tape, x *autograd.Var, b *graph.Batch) *autograd.Var {
+	d := x.Dim(1)
+	zero := autograd.NewConst(tensor.New(x.DType(), 1, d))
+	all := tp.Concat(0, x, zero)
+	return tp.Reshape(tp.Gather(all, padIndex(b)), b.Len(), b.MaxN, d)
+}
+
+// Objective runs encoder and decoder on a batch and returns the loss. In
+// training mode the latents are sampled with the reparameterisation
+// trick; in evaluation mode z = mu.
+func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *tensor.RNG) (*Loss, *Decoded) {
+	mu, logvar := m.Encode(tp, b, feats, r)
+	z := mu
+	if m.training {
+		z = Reparameterize(tp, mu, logvar, r)
+	}
+	dec := m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
+	edgeT, nodeT := targets(b)
+	C := m.Cfg.EdgeClasses + 1
+	pairW := dec.PairMask.To(tensor.Float32).Data32()
+	logits := tp.Reshape(dec.EdgeLogits, len(edgeT), C)
+	le := tp.SoftmaxCrossEntropy(logits, edgeT, pairW)
+	total := le
+	loss := &Loss{Edge: le.Value.Item()}
+	if dec.NodeLogits != nil && nodeT != nil {
+		ln := tp.SoftmaxCrossEntropy(dec.NodeLogits, nodeT, nodeWeights(b))
+		loss.Node = ln.Value.Item()
+		total = tp.Add(total, ln)
+	}
+	kl := tp.GaussianKL(mu, logvar)
+	loss.KL = kl.Value.Item()
+	if m.Cfg.KLWeight != 0 {
+		total = tp.Add(total, tp.MulScalar(kl, m.Cfg.KLWeight))
+	}
+	loss.Total = total
+	return loss, dec
+}
+
+// Accuracy counts reconstruction quality.
+type Accuracy struct {
+	// EdgeCorrect and EdgePairs count correctly classified valid ordered
+	// pairs (edge or no edge, and the edge label).
+	EdgeCorrect, EdgePairs int
+	// NodeCorrect and Nodes count correctly classified node labels.
+	NodeCorrect, Nodes int
+	// GraphsExact and Graphs count graphs reconstructed exactly: every
+	// ordered pair and every node label right.
+	GraphsExact, Graphs int
+}
+
+// Add accumulates o into a.
+func (a *Accuracy) Add(o Accuracy) {
+	a.EdgeCorrect += o.EdgeCorrect
+	a.EdgePairs += o.EdgePairs
+	a.NodeCorrect += o.NodeCorrect
+	a.Nodes += o.Nodes
+	a.GraphsExact += o.GraphsExact
+	a.Graphs += o.Graphs
+}
+
+// Edge returns the edge accuracy (1 when there are no pairs).
+func (a Accuracy) Edge() float64 { return ratio(a.EdgeCorrect, a.EdgePairs) }
+
+// Node returns the node-label accuracy (1 when unlabelled).
+func (a Accuracy) Node() float64 { return ratio(a.NodeCorrect, a.Nodes) }
+
+// Sample returns the fraction of graphs reconstructed exactly.
+func (a Accuracy) Sample() float64 { return ratio(a.GraphsExact, a.Graphs) }
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 1
+	}
+	return float64(a) / float64(b)
+}
+
+// accuracy compares a decoded batch with its targets.
+func accuracy(dec *Decoded, b *graph.Batch) Accuracy {
+	edgeT, nodeT := targets(b)
+	N := dec.N
+	C := dec.EdgeLogits.Dim(3)
+	cls := tensor.Argmax(dec.EdgeLogits.Value.Reshape(len(edgeT), C), 1)
+	var nodeCls []int32
+	if dec.NodeLogits != nil && nodeT != nil {
+		nodeCls = tensor.Argmax(dec.NodeLogits.Value, 1)
+	}
+	var a Accuracy
+	for g, n := range dec.Sizes {
+		exact := true
+		for i := range n {
+			for j := range n {
+				if i == j {
+					continue
+				}
+				k := (g*N+i)*N + j
+				a.EdgePairs++
+				if cls[k] == edgeT[k] {
+					a.EdgeCorrect++
+				} else {
+					exact = false
+				}
+			}
+			if nodeCls != nil {
+				a.Nodes++
+				if nodeCls[g*N+i] == nodeT[g*N+i] {
+					a.NodeCorrect++
+				} else {
+					exact = false
+				}
+			}
+		}
+		a.Graphs++
+		if exact {
+			a.GraphsExact++
+		}
+	}
+	return a
+}
+
+// Graphs turns decoder outputs into graphs: the argmax class of every
+// ordered pair, and for undirected models an edge {i, j} wherever (i, j)
+// or (j, i) is predicted (the label of (i, j), i < j, wins when both are).
+// Edge label c-1 is used for class c; node labels are the argmax of the
+// node logits.
+func (m *Model) graphs(dec *Decoded) []*graph.Graph {
+	N := dec.N
+	C := m.Cfg.EdgeClasses + 1
+	B := len(dec.Sizes)
+	cls := tensor.Argmax(dec.EdgeLogits.Value.Reshape(B*N*N, C), 1)
+	var nodeCls []int32
+	if dec.NodeLogits != nil {
+		nodeCls = tensor.Argmax(dec.NodeLogits.Value, 1)
+	}
+	out := make([]*graph.Graph, B)
+	for g, n := range dec.Sizes {
+		var h *graph.Graph
+		if m.Cfg.Directed {
+			h = graph.NewDirected(n)
+		} else {
+			h = graph.New(n)
+		}
+		at := func(i, j int) int { return int(cls[(g*N+i)*N+j]) }
+		for i := range n {
+			for j := range n {
+				if i == j {
+					continue
+				}
+				c := at(i, j)
+				if m.Cfg.Directed {
+					if c != 0 {
+						h.AddLabeledEdge(i, j, c-1)
+					}
+					continue
+				}
+				if i > j {
+					continue
+				}
+				if c == 0 {
+					c = at(j, i)
+				}
+				if c != 0 {
+					h.AddLabeledEdge(i, j, c-1)
+				}
+			}
+		}
+		if nodeCls != nil {
+			h.NodeLabels = make([]int, n)
+			for i := range n {
+				h.NodeLabels[i] = int(nodeCls[g*N+i])
+			}
+		}
+		out[g] = h
+	}
+	return out
+}

@@ -1,0 +1,403 @@
+package vae
+
+import (
+	"fmt"
+	"math"
+
+	"lgflow/autograd"
+	"lgflow/graph"
+	"lgflow/nn"
+	"lgflow/tensor"
+)
+
+// conv is one message-passing layer of rho (GINE or its directed wrapper).
+type conv interface {
+	nn.Module
+	Forward(tp *autograd.Tape, h *autograd.Var, e nn.Edges, f nn.EdgeFeatures) *autograd.Var
+}
+
+// norm is the normalisation after a rho layer.
+type norm interface {
+	nn.Module
+	Forward(tp *autograd.Tape, x *autograd.Var) *autograd.Var
+}
+
+// Model is an LG-VAE: a Laplacian-positional-encoding encoder that maps
+// every node to a Latent-dimensional vector, and a decoder that maps the
+// latents back to node labels and edges.
+//
+// Forward passes on separate tapes may run concurrently (a server
+// encoding or decoding for several requests) as long as nobody trains the
+// model at the same time.
+type Model struct {
+	Cfg Config
+
+	// encoder
+	eps      *autograd.Var // (1, K) learnable eigenvalue offset
+	phi1     *nn.Linear    // 2 (3 for directed) -> 2h
+	phi2     *nn.Linear    // 2h -> h
+	nodeEmb  *nn.Embedding // node labels -> h, nil if unlabelled
+	convs    []conv
+	norms    []norm
+	head1    *nn.Linear // E -> E
+	head2    *nn.Linear // E -> 2d
+	training bool
+
+	// decoder
+	nodeHead *nn.Linear // d -> a, nil if unlabelled
+	proj     *nn.Linear // d -> 2(b+1)d, or 4(b+1)d for directed
+	dsPhi    *nn.Linear // 1 -> Ds (context term)
+	dsSelf   *nn.Linear // 1 -> Ds
+	dsCtx    *nn.Linear // Ds -> Ds, no bias
+	dsOut    *nn.Linear // Ds -> 1
+}
+
+// New builds an LG-VAE with weights drawn from a generator seeded by seed.
+// Options such as nn.WithDType(tensor.Float64) apply to every layer.
+func New(cfg Config, seed uint64, opts ...nn.Option) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := tensor.NewRNG(seed)
+	m := &Model{Cfg: cfg}
+	// The dtype the options select, read off a throwaway layer.
+	dt := nn.NewLinear(tensor.NewRNG(0), 1, 1, opts...).W.DType()
+
+	epsT := tensor.New(dt, 1, cfg.K)
+	for j := range cfg.K {
+		epsT.Set(1e-12*float64(j), 0, j)
+	}
+	m.eps = autograd.NewParam(epsT)
+	in := 2
+	if cfg.Directed {
+		in = 3
+	}
+	h, E, d := cfg.PhiWidth, cfg.Width, cfg.Latent
+	m.phi1 = nn.NewLinear(r, in, 2*h, opts...)
+	m.phi2 = nn.NewLinear(r, 2*h, h, opts...)
+	if cfg.NodeClasses > 0 {
+		m.nodeEmb = nn.NewEmbedding(r, cfg.NodeClasses, h, opts...)
+	}
+	edge := nn.EdgeSpec{Classes: cfg.EdgeClasses}
+	for l := range cfg.Layers {
+		w := E
+		if l == 0 {
+			w = h
+		}
+		if cfg.Directed {
+			m.convs = append(m.convs, nn.NewDirGNN(r, w, E, edge, opts...))
+		} else {
+			m.convs = append(m.convs, nn.NewGINEConv(r, w, E, edge, opts...))
+		}
+		switch cfg.Norm {
+		case LayerNorm:
+			m.norms = append(m.norms, nn.NewLayerNorm(E, 1e-5, opts...))
+		case BatchNorm:
+			m.norms = append(m.norms, nn.NewBatchNorm1d(E, opts...))
+		default:
+			m.norms = append(m.norms, nil)
+		}
+	}
+	m.head1 = nn.NewLinear(r, E, E, opts...)
+	m.head2 = nn.NewLinear(r, E, 2*d, opts...)
+	if cfg.LogVarInit != 0 {
+		for j := d; j < 2*d; j++ {
+			m.head2.B.Value.Set(cfg.LogVarInit, j)
+		}
+	}
+
+	if cfg.NodeClasses > 0 {
+		m.nodeHead = nn.NewLinear(r, d, cfg.NodeClasses, opts...)
+	}
+	heads := cfg.EdgeClasses + 1
+	mult := 2
+	if cfg.Directed {
+		mult = 4
+	}
+	m.proj = nn.NewLinear(r, d, mult*heads*d, opts...)
+	m.dsPhi = nn.NewLinear(r, 1, cfg.DeepSet, opts...)
+	m.dsSelf = nn.NewLinear(r, 1, cfg.DeepSet, opts...)
+	m.dsCtx = nn.NewLinear(r, cfg.DeepSet, cfg.DeepSet, append(opts, nn.WithBias(false))...)
+	m.dsOut = nn.NewLinear(r, cfg.DeepSet, 1, opts...)
+	return m, nil
+}
+
+// Params lists the trainable parameters with dotted names.
+func (m *Model) Params() []nn.Param {
+	ps := []nn.Param{{Name: "encoder.eig_eps", V: m.eps}}
+	ps = append(ps, nn.ParamsOf("encoder.phi.0", m.phi1)...)
+	ps = append(ps, nn.ParamsOf("encoder.phi.2", m.phi2)...)
+	if m.nodeEmb != nil {
+		ps = append(ps, nn.ParamsOf("encoder.node_emb", m.nodeEmb)...)
+	}
+	for l, c := range m.convs {
+		ps = append(ps, nn.ParamsOf(fmt.Sprintf("encoder.rho.%d.conv", l), c)...)
+		if m.norms[l] != nil {
+			ps = append(ps, nn.ParamsOf(fmt.Sprintf("encoder.rho.%d.norm", l), m.norms[l])...)
+		}
+	}
+	ps = append(ps, nn.ParamsOf("encoder.head.0", m.head1)...)
+	ps = append(ps, nn.ParamsOf("encoder.head.2", m.head2)...)
+	if m.nodeHead != nil {
+		ps = append(ps, nn.ParamsOf("decoder.node_head", m.nodeHead)...)
+	}
+	ps = append(ps, nn.ParamsOf("decoder.proj", m.proj)...)
+	ps = append(ps, nn.ParamsOf("decoder.deepset.phi", m.dsPhi)...)
+	ps = append(ps, nn.ParamsOf("decoder.deepset.self", m.dsSelf)...)
+	ps = append(ps, nn.ParamsOf("decoder.deepset.ctx", m.dsCtx)...)
+	ps = append(ps, nn.ParamsOf("decoder.deepset.out", m.dsOut)...)
+	return ps
+}
+
+// Buffers lists non-trainable state (BatchNorm running statistics).
+func (m *Model) Buffers() []nn.Param {
+	var ps []nn.Param
+	for l, n := range m.norms {
+		if n != nil {
+			ps = append(ps, nn.BuffersOf(fmt.Sprintf("encoder.rho.%d.norm", l), n)...)
+		}
+	}
+	return ps
+}
+
+// Train switches between training mode (eigenvector sign flips, sampled
+// latents, BatchNorm batch statistics) and evaluation mode.
+func (m *Model) Train(on bool) {
+	m.training = on
+	for _, n := range m.norms {
+		if n != nil {
+			nn.SetTrain(n, on)
+		}
+	}
+}
+
+// DType returns the floating-point type of the model's parameters.
+func (m *Model) DType() tensor.DType { return m.eps.DType() }
+
+// encoderInput assembles phi's constant inputs for a batch: eigenvector
+// entries (with sign flips and orbit perturbation applied) of shape
+// (nodes, K, 1 or 2), eigenvalues (nodes, K, 1) and the slot mask
+// (nodes*K, 1).
+func (m *Model) encoderInput(feats []*Features, nodes int, r *tensor.RNG) (vec, vals, slot *tensor.Tensor) {
+	K := m.Cfg.K
+	dt := m.DType()
+	parts := 1
+	if m.Cfg.Directed {
+		parts = 2
+	}
+	vec = tensor.New(dt, nodes, K, parts)
+	vals = tensor.New(dt, nodes, K, 1)
+	slot = tensor.New(dt, nodes*K, 1)
+	sign := make([]float64, K)
+	for j := range sign {
+		sign[j] = 1
+		if m.training && m.Cfg.SignFlips && r.Uniform() < 0.5 {
+			sign[j] = -1
+		}
+	}
+	row := 0
+	for _, f := range feats {
+		var gr *tensor.RNG
+		if m.Cfg.Eta > 0 {
+			gr = r
+			if !m.training {
+				// Evaluation: noise depends only on the graph itself, so a
+				// graph's latents do not depend on its batch.
+				gr = tensor.NewRNG(f.hash())
+			}
+		}
+		rms := 1.0
+		if m.Cfg.ScaleEigvecs {
+			rms = math.Sqrt(float64(f.N))
+		}
+		for i := range f.N {
+			scale := rms
+			if gr != nil && f.InOrbit[i] {
+				scale = 1 + m.Cfg.Eta*gr.Normal()
+			}
+			for j := range f.KEff {
+				s := sign[j] * scale
+				vec.Set(s*float64(f.Re[i*K+j]), row, j, 0)
+				if parts == 2 {
+					vec.Set(s*float64(f.Im[i*K+j]), row, j, 1)
+				}
+				vals.Set(float64(f.Values[j]), row, j, 0)
+				slot.Set(1, row*K+j, 0)
+			}
+			row++
+		}
+	}
+	return vec, vals, slot
+}
+
+// hash returns a seed derived from the features' content (FNV-1a).
+func (f *Features) hash() uint64 {
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) {
+		for range 8 {
+			h ^= v & 0xff
+			h *= 1099511628211
+			v >>= 8
+		}
+	}
+	mix(uint64(f.N))
+	for _, v := range f.Re {
+		mix(uint64(math.Float32bits(v)))
+	}
+	return h
+}
+
+// Encode runs the encoder on a batch and returns the posterior mean and
+// log-variance, both (NumNodes, Latent), in concatenated node order. r
+// supplies the training-mode randomness (sign flips, orbit noise); it may
+// be nil in evaluation mode.
+func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *tensor.RNG) (mu, logvar *autograd.Var) {
+	if len(feats) != b.Len() {
+		panic(fmt.Sprintf("vae.Encode: %d feature sets for %d graphs", len(feats), b.Len()))
+	}
+	if r == nil {
+		r = tensor.NewRNG(0)
+	}
+	nodes, K := b.NumNodes(), m.Cfg.K
+	vecT, valsT, slotT := m.encoderInput(feats, nodes, r)
+	lam := tp.Add(autograd.NewConst(valsT), tp.Reshape(m.eps, 1, K, 1))
+	x := tp.Concat(2, autograd.NewConst(vecT), lam)
+	x = tp.Reshape(x, nodes*K, x.Dim(2))
+	x = tp.ReLU(m.phi2.Forward(tp, tp.ReLU(m.phi1.Forward(tp, x))))
+	x = tp.Mul(x, autograd.NewConst(slotT))
+	h := tp.Sum(tp.Reshape(x, nodes, K, m.Cfg.PhiWidth), 1, false)
+	if m.nodeEmb != nil && b.NodeLabels != nil {
+		h = tp.Add(h, m.nodeEmb.Forward(tp, b.NodeLabels))
+	}
+	edges := nn.Edges{Src: b.Src, Dst: b.Dst}
+	ef := nn.EdgeFeatures{Classes: b.EdgeLabels}
+	for l, c := range m.convs {
+		z := c.Forward(tp, h, edges, ef)
+		if m.norms[l] != nil {
+			z = m.norms[l].Forward(tp, z)
+		}
+		z = tp.GELU(z)
+		if l == 0 {
+			h = z
+		} else {
+			h = tp.Add(h, z)
+		}
+	}
+	out := m.head2.Forward(tp, tp.GELU(m.head1.Forward(tp, h)))
+	parts := tp.Split(out, 1, m.Cfg.Latent, m.Cfg.Latent)
+	return parts[0], tp.Clamp(parts[1], -30, 20)
+}
+
+// Reparameterize returns mu + exp(logvar/2) * noise with noise ~ N(0, I)
+// drawn from r.
+func Reparameterize(tp *autograd.Tape, mu, logvar *autograd.Var, r *tensor.RNG) *autograd.Var {
+	noise := tensor.RandN(r, mu.DType(), mu.Shape()...)
+	std := tp.Exp(tp.MulScalar(logvar, 0.5))
+	return tp.Add(mu, tp.Mul(std, autograd.NewConst(noise)))
+}
+
+// padIndex returns, for the padded layout (B*MaxN rows), the row of the
+// concatenated node each slot holds, or nodes (one past the end: a zero
+// row) for padding slots.
+func padIndex(b *graph.Batch) []int32 {
+	idx := make([]int32, b.Len()*b.MaxN)
+	nodes := int32(b.NumNodes())
+	for i := range idx {
+		idx[i] = nodes
+	}
+	for g := range b.Len() {
+		for u := b.NodeOffset[g]; u < b.NodeOffset[g+1]; u++ {
+			idx[g*b.MaxN+u-b.NodeOffset[g]] = int32(u)
+		}
+	}
+	return idx
+}
+
+// pairMask returns the (B, 1, N, N) mask of valid ordered pairs (i != j,
+// both real nodes) and the (B, 1, N, 1) count of valid pairs per row
+// (clamped to >= 1), for graphs of the given sizes padded to n.
+func pairMask(dt tensor.DType, sizes []int, n int) (mask, count *tensor.Tensor) {
+	B := len(sizes)
+	mask = tensor.New(dt, B, 1, n, n)
+	count = tensor.New(dt, B, 1, n, 1)
+	for g, k := range sizes {
+		for i := range k {
+			for j := range k {
+				if i != j {
+					mask.Set(1, g, 0, i, j)
+				}
+			}
+			count.Set(float64(max(k-1, 1)), g, 0, i, 0)
+		}
+		for i := k; i < n; i++ {
+			count.Set(1, g, 0, i, 0)
+		}
+	}
+	return mask, count
+}
+
+// Decoded holds the decoder's outputs for a padded batch.
+type Decoded struct {
+	// EdgeLogits is (B, N, N, b+1): class scores for the ordered pair
+	// (i, j), i.e. the edge i -> j; class 0 is "no edge".
+	EdgeLogits *autograd.Var
+	// NodeLogits is (B*N, a) in padded order, nil if unlabelled.
+	NodeLogits *autograd.Var
+	// PairMask is (B, 1, N, N): 1 for valid ordered pairs.
+	PairMask *tensor.Tensor
+	// Sizes holds each graph's node count; N is the padded width.
+	Sizes []int
+	N     int
+}
+
+// DecodeDense runs the decoder on padded latents z (B, N, Latent) for
+// graphs of the given sizes (each <= N).
+func (m *Model) DecodeDense(tp *autograd.Tape, z *autograd.Var, sizes []int) *Decoded {
+	shape := z.Shape()
+	if len(shape) != 3 || shape[2] != m.Cfg.Latent || shape[0] != len(sizes) {
+		panic(fmt.Sprintf("vae.DecodeDense: latents of shape %v for %d graphs, want (B, N, %d)", shape, len(sizes), m.Cfg.Latent))
+	}
+	B, N, d := shape[0], shape[1], shape[2]
+	C := m.Cfg.EdgeClasses + 1
+	dt := z.DType()
+	out := &Decoded{Sizes: sizes, N: N}
+	if m.nodeHead != nil {
+		out.NodeLogits = m.nodeHead.Forward(tp, tp.Reshape(z, B*N, d))
+	}
+	p := m.proj.Forward(tp, z)                     // (B, N, mult*C*d)
+	heads := func(v *autograd.Var) *autograd.Var { // (B, N, C*d) -> (B*C, N, d)
+		v = tp.Permute(tp.Reshape(v, B, N, C, d), 0, 2, 1, 3)
+		return tp.Reshape(tp.Contiguous(v), B*C, N, d)
+	}
+	scale := 1 / math.Sqrt(float64(d))
+	var s *autograd.Var
+	if !m.Cfg.Directed {
+		qk := tp.Split(p, 2, C*d, C*d)
+		s = tp.MatMul(heads(qk[0]), heads(qk[1]), false, true)
+		s = tp.MulScalar(s, scale)
+		s = tp.MulScalar(tp.Add(s, tp.Transpose(s, 1, 2)), 0.5)
+	} else {
+		qk := tp.Split(p, 2, C*d, C*d, C*d, C*d)
+		sre := tp.MatMul(heads(qk[0]), heads(qk[1]), false, true)
+		sim := tp.MatMul(heads(qk[2]), heads(qk[3]), false, true)
+		q := m.Cfg.Q
+		factor := (2 - math.Cos(2*math.Pi*q)) / math.Sin(2*math.Pi*q)
+		s = tp.MulScalar(tp.Add(sre, tp.MulScalar(sim, factor)), scale)
+	}
+	s = tp.Reshape(s, B, C, N, N)
+
+	mask, count := pairMask(dt, sizes, N)
+	out.PairMask = mask
+	maskV, countV := autograd.NewConst(mask), autograd.NewConst(count)
+	// Row-wise DeepSet: context from the mean of row i's valid scores.
+	rowMean := tp.Div(tp.Sum(tp.Mul(s, maskV), 3, true), countV) // (B, C, N, 1)
+	ctx := m.dsCtx.Forward(tp, m.dsPhi.Forward(tp, rowMean))     // (B, C, N, Ds)
+	ctx = tp.Unsqueeze(ctx, 3)                                   // (B, C, N, 1, Ds)
+	Ds := m.Cfg.DeepSet
+	self := tp.Add(tp.Mul(tp.Unsqueeze(s, 4), tp.Reshape(m.dsSelf.W, Ds)), m.dsSelf.B) // (B, C, N, N, Ds)
+	hid := tp.GELU(tp.Add(self, ctx))
+	logit := m.dsOut.Forward(tp, hid) // (B, C, N, N, 1)
+	logit = tp.Permute(tp.Reshape(logit, B, C, N, N), 0, 2, 3, 1)
+	out.EdgeLogits = tp.Contiguous(logit) // (B, N, N, C)
+	return out
+}

@@ -1,0 +1,227 @@
+package vae
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"lgflow/autograd"
+	"lgflow/graph"
+	"lgflow/optim"
+	"lgflow/tensor"
+	"lgflow/trainer"
+)
+
+// Progress is reported by Train after every logged step.
+type Progress struct {
+	Step, Steps int
+	// Loss terms of the last step (Total is the sum that was optimised).
+	Loss, Edge, Node, KL float64
+	LR                   float64
+	// Val is the latest validation accuracy (nil before the first one).
+	Val *Accuracy
+	// BestSample is the best validation sample accuracy so far.
+	BestSample     float64
+	Elapsed, ETA   time.Duration
+	StepsPerSecond float64
+}
+
+// TrainOptions controls where Train writes and how it reports.
+type TrainOptions struct {
+	// Dir receives vae.safetensors (the best model by validation sample
+	// accuracy, or the last one without validation data) and
+	// state.safetensors (a resumable checkpoint). Empty: nothing is written.
+	Dir string
+	// Resume continues from Dir/state.safetensors when it exists.
+	Resume bool
+	// Progress, when not nil, is called every LogEvery steps and after each
+	// validation.
+	Progress func(Progress)
+	// LogEvery is the number of steps between Progress calls (default 50).
+	LogEvery int
+	// MaxDuration stops training (after a checkpoint) once exceeded; 0 = no limit.
+	MaxDuration time.Duration
+}
+
+// Checkpoint file names inside TrainOptions.Dir.
+const (
+	ModelFile = "vae.safetensors"
+	StateFile = "state.safetensors"
+)
+
+// stepRNG returns the generator for one training step: a pure function of
+// (seed, step), so a resumed run draws the same numbers as an uninterrupted one.
+func stepRNG(seed uint64, step int) *tensor.RNG {
+	return tensor.NewRNG(seed ^ (uint64(step)+1)*0x9e3779b97f4a7c15)
+}
+
+// batchOrder returns the training-set indices of a step's batch: graphs
+// are visited epoch by epoch in a seeded random order.
+func batchOrder(seed uint64, n, batch, step int) []int {
+	per := max(n/batch, 1)
+	epoch, pos := step/per, step%per
+	perm := tensor.NewRNG(seed ^ 0xa5a5a5a5 ^ uint64(epoch)*0x2545f4914f6cdd1d).Perm(n)
+	lo := pos * batch
+	idx := make([]int, 0, batch)
+	for i := range batch {
+		idx = append(idx, perm[(lo+i)%n])
+	}
+	return idx
+}
+
+// Train trains an LG-VAE on train, validating on val every tc.ValEvery steps
+// and keeping the best model by validation sample accuracy. It honours ctx
+// cancellation by writing a resumable checkpoint and returning ctx.Err()
+// with the model trained so far. A non-finite loss or gradient stops
+// training with an error naming the parameter.
+func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset, opts TrainOptions) (*Model, error) {
+	if len(train.Graphs) == 0 {
+		return nil, errors.New("vae: empty training set")
+	}
+	if tc.BatchSize <= 0 || tc.Steps <= 0 {
+		return nil, fmt.Errorf("vae: BatchSize and Steps must be positive (got %d, %d)", tc.BatchSize, tc.Steps)
+	}
+	m, err := New(cfg, tc.Seed)
+	if err != nil {
+		return nil, err
+	}
+	params := trainer.OptimParams(m)
+	opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: tc.LR, Beta1: tc.Beta1, Beta2: tc.Beta2, Eps: 1e-8, WeightDecay: tc.WeightDecay})
+	if err != nil {
+		return nil, err
+	}
+	sched := optim.WarmupCosine{Peak: tc.LR, Min: tc.MinLR, Warmup: tc.Warmup, DecaySteps: tc.Steps}
+	meta := map[string]string{trainer.MetaKind: "lgflow.vae", trainer.MetaConfig: trainer.MarshalMeta(cfg), "train": trainer.MarshalMeta(tc)}
+
+	step, best := 0, -1.0
+	statePath, modelPath := "", ""
+	if opts.Dir != "" {
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return nil, err
+		}
+		statePath, modelPath = filepath.Join(opts.Dir, StateFile), filepath.Join(opts.Dir, ModelFile)
+		if opts.Resume {
+			if _, err := os.Stat(statePath); err == nil {
+				st, err := trainer.LoadState(statePath, m, opt)
+				if err != nil {
+					return nil, fmt.Errorf("vae: resume: %w", err)
+				}
+				var saved Config
+				if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || saved != cfg {
+					return nil, fmt.Errorf("vae: resume: %s was written for a different model configuration", statePath)
+				}
+				step = st.Step
+				fmt.Sscan(st.Meta["best_val_sample"], &best)
+			}
+		}
+	}
+	save := func() error {
+		if statePath == "" {
+			return nil
+		}
+		meta["best_val_sample"] = fmt.Sprint(best)
+		return trainer.SaveState(statePath, m, opt, step, meta, nil)
+	}
+	logEvery := opts.LogEvery
+	if logEvery <= 0 {
+		logEvery = 50
+	}
+	clock := trainer.NewClock(step)
+	var lastVal *Accuracy
+	m.Train(true)
+	for step < tc.Steps {
+		if err := ctx.Err(); err != nil {
+			return m, errors.Join(err, save())
+		}
+		if opts.MaxDuration > 0 && clock.Elapsed() > opts.MaxDuration {
+			return m, save()
+		}
+		lr := sched.LR(step + 1)
+		opt.SetLR(lr)
+		r := stepRNG(tc.Seed, step)
+		sub := train.Subset(batchOrder(tc.Seed, len(train.Graphs), tc.BatchSize, step))
+		b := graph.NewBatch(sub.Graphs)
+		tp := autograd.NewTape()
+		loss, _ := m.Objective(tp, b, sub.Features, r)
+		total := loss.Total.Value.Item()
+		if math.IsNaN(total) || math.IsInf(total, 0) {
+			tp.Release()
+			return m, fmt.Errorf("vae: step %d: loss is %v (edge %v, node %v, kl %v)", step, total, loss.Edge, loss.Node, loss.KL)
+		}
+		trainer.ZeroGrad(params)
+		tp.Backward(loss.Total)
+		tp.Release()
+		if err := optim.CheckFinite(params); err != nil {
+			return m, fmt.Errorf("vae: step %d: %w", step, err)
+		}
+		if tc.ClipNorm > 0 {
+			optim.ClipGradNorm(params, tc.ClipNorm)
+		}
+		opt.Step()
+		step++
+
+		validated := false
+		if val != nil && len(val.Graphs) > 0 && tc.ValEvery > 0 && (step%tc.ValEvery == 0 || step == tc.Steps) {
+			m.Train(false)
+			acc, err := Reconstruct(ctx, m, val, tc.BatchSize)
+			m.Train(true)
+			if err != nil {
+				return m, errors.Join(err, save())
+			}
+			lastVal, validated = &acc, true
+			if acc.Sample() > best || (best < 0) {
+				best = acc.Sample()
+				if modelPath != "" {
+					if err := m.Save(modelPath, map[string]string{"val_sample_acc": fmt.Sprint(best), "step": fmt.Sprint(step)}); err != nil {
+						return m, err
+					}
+				}
+			}
+		}
+		if statePath != "" && tc.CheckpointEvery > 0 && step%tc.CheckpointEvery == 0 {
+			if err := save(); err != nil {
+				return m, err
+			}
+		}
+		if opts.Progress != nil && (step%logEvery == 0 || validated || step == tc.Steps) {
+			el := clock.Elapsed()
+			opts.Progress(Progress{Step: step, Steps: tc.Steps, Loss: total, Edge: loss.Edge, Node: loss.Node, KL: loss.KL, LR: lr,
+				Val: lastVal, BestSample: best, Elapsed: el, ETA: clock.ETA(step, tc.Steps),
+				StepsPerSecond: clock.Rate(step)})
+		}
+	}
+	m.Train(false)
+	if modelPath != "" && (val == nil || len(val.Graphs) == 0 || tc.ValEvery <= 0) {
+		if err := m.Save(modelPath, nil); err != nil {
+			return m, err
+		}
+	}
+	return m, save()
+}
+
+// Reconstruct encodes every graph of d with z = mu and decodes it in
+// evaluation mode, returning edge, node and whole-graph accuracy. The model
+// must be in evaluation mode.
+func Reconstruct(ctx context.Context, m *Model, d *Dataset, batch int) (Accuracy, error) {
+	var acc Accuracy
+	if batch <= 0 {
+		batch = 64
+	}
+	for lo := 0; lo < len(d.Graphs); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return acc, err
+		}
+		hi := min(lo+batch, len(d.Graphs))
+		b := graph.NewBatch(d.Graphs[lo:hi])
+		tp := autograd.NoGrad()
+		mu, _ := m.Encode(tp, b, d.Features[lo:hi], nil)
+		dec := m.DecodeDense(tp, Pad(tp, mu, b), sizes(b))
+		acc.Add(accuracy(dec, b))
+		tp.Release()
+	}
+	return acc, nil
+}
