@@ -21,10 +21,10 @@ import (
 // live in 8-byte slots so every scalar and every struct (whose C alignment
 // is at most 8) is suitably aligned.
 type kargs struct {
-	vals  [256]uint64  // argument values
-	ptrs  [32]uintptr  // kernelParams: ptrs[i] = &vals[slot of argument i]
-	nvals int          // slots used
-	n     int          // arguments packed
+	vals  [256]uint64 // argument values
+	ptrs  [32]uintptr // kernelParams: ptrs[i] = &vals[slot of argument i]
+	nvals int         // slots used
+	n     int         // arguments packed
 }
 
 func (a *kargs) reset() { a.nvals, a.n = 0, 0 }

@@ -10,7 +10,7 @@ import (
 type cublas struct {
 	file string
 
-	create, setStream, setMathMode, getVersion                    uintptr
+	create, setStream, setMathMode, getVersion                     uintptr
 	sgemm, sgemmStridedBatched, dgemm, dgemmStridedBatched, status uintptr
 
 	statusStr func(int32) string // cublasGetStatusString (nil before CUDA 11.4)

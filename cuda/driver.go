@@ -12,11 +12,11 @@ type driver struct {
 	file string
 
 	cuInit, cuDriverGetVersion, cuDeviceGetCount, cuDeviceGet, cuDeviceGetAttribute uintptr
-	cuDeviceGetName, cuDeviceTotalMem, cuDevicePrimaryCtxRetain, cuCtxSetCurrent      uintptr
-	cuCtxSynchronize, cuStreamCreate, cuStreamSynchronize, cuMemAlloc, cuMemFree      uintptr
-	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync, cuMemsetD8Async          uintptr
-	cuMemGetInfo, cuModuleLoadData, cuModuleGetFunction, cuLaunchKernel               uintptr
-	cuGetErrorString, cuGetErrorName                                                  uintptr
+	cuDeviceGetName, cuDeviceTotalMem, cuDevicePrimaryCtxRetain, cuCtxSetCurrent    uintptr
+	cuCtxSynchronize, cuStreamCreate, cuStreamSynchronize, cuMemAlloc, cuMemFree    uintptr
+	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync, cuMemsetD8Async        uintptr
+	cuMemGetInfo, cuModuleLoadData, cuModuleGetFunction, cuLaunchKernel             uintptr
+	cuGetErrorString, cuGetErrorName                                                uintptr
 }
 
 func (d *driver) table() []sym {

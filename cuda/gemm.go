@@ -123,16 +123,28 @@ func (b *Backend) gemm(c *tensor.Tensor, alpha float64, a, bm *tensor.Tensor, tr
 	}
 	bl := stridedLayout(batchShape, 3, &str)
 	nd := int(bl.nd)
-	inner := int(bl.dims[nd-1])
-	sC, sA, sB := int(bl.str[0][nd-1]), int(bl.str[1][nd-1]), int(bl.str[2][nd-1])
+	// The largest batch dimension goes to one strided-batched call; the
+	// others (e.g. the heads of (B, N, H, D) storage viewed as (B, H, N, D))
+	// are looped over.
+	in := 0
+	for j := range nd {
+		if bl.dims[j] > bl.dims[in] {
+			in = j
+		}
+	}
+	inner := int(bl.dims[in])
+	sC, sA, sB := int(bl.str[0][in]), int(bl.str[1][in]), int(bl.str[2][in])
 	outer := int(bl.n) / max(inner, 1)
 	es := c.DType().Size()
 	pC, pA, pB := b.dptr(out), b.dptr(A), b.dptr(B)
 	for o := range outer {
-		// Offsets of outer batch o over dims[0..nd-2].
+		// Offsets of outer batch o over the other dimensions.
 		var oc, oa, ob int
 		rem := o
-		for j := nd - 2; j >= 0; j-- {
+		for j := nd - 1; j >= 0; j-- {
+			if j == in {
+				continue
+			}
 			d := int(bl.dims[j])
 			x := rem % d
 			rem /= d

@@ -344,15 +344,15 @@ func TestMatLayout(t *testing.T) {
 		ld                 int
 		ok                 bool
 	}{
-		{3, 4, 4, 1, false, 4, true},  // row-major
+		{3, 4, 4, 1, false, 4, true},   // row-major
 		{3, 4, 10, 1, false, 10, true}, // row-major, padded rows
-		{3, 4, 1, 3, true, 3, true},   // transposed view
-		{3, 4, 1, 5, true, 5, true},   // transposed view with padding
-		{1, 4, 0, 1, false, 4, true},  // one row
-		{4, 1, 1, 0, false, 1, true},  // one column
-		{3, 4, 8, 2, false, 0, false}, // strided both ways
-		{3, 4, 0, 1, false, 0, false}, // broadcast rows
-		{0, 4, 4, 1, false, 4, true},  // empty
+		{3, 4, 1, 3, true, 3, true},    // transposed view
+		{3, 4, 1, 5, true, 5, true},    // transposed view with padding
+		{1, 4, 0, 1, false, 4, true},   // one row
+		{4, 1, 1, 0, false, 1, true},   // one column
+		{3, 4, 8, 2, false, 0, false},  // strided both ways
+		{3, 4, 0, 1, false, 0, false},  // broadcast rows
+		{0, 4, 4, 1, false, 4, true},   // empty
 	}
 	for _, c := range cases {
 		f, ld, ok := matLayout(c.rows, c.cols, c.sr, c.sc)

@@ -50,8 +50,25 @@ func benchInputs(c benchCase) (x, mask, sc *tensor.Tensor, ts []float64) {
 	return x, mask, sc, ts
 }
 
-func report(b *testing.B, sets int, torch float64) {
+// forwardFLOPs counts the multiply-adds (x2) of one forward pass over
+// B sets of N tokens: per token the input and output projections, and per
+// block qkv (3E²), attention output (E²), MLP (2·ratio·E²) and the score
+// and value products (2NE); per set the time MLP and adaLN (6E² a block).
+func forwardFLOPs(c dit.Config, B, N int) float64 {
+	E, d, L := float64(c.Width), float64(c.Dim), float64(c.Depth)
+	in := d
+	if c.SelfCond {
+		in = 2 * d
+	}
+	perToken := in*E + E*d + L*((4+2*c.MLPRatio)*E*E+2*float64(N)*E)
+	perSet := float64(c.TimeFreqDim)*E + E*E + L*6*E*E
+	return 2 * (float64(B*N)*perToken + float64(B)*perSet)
+}
+
+// report prints the figures; flops is the work of one op.
+func report(b *testing.B, sets int, torch, flops float64) {
 	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(flops/sec/1e9, "GFLOP/s")
 	b.ReportMetric(float64(sets)/sec, "sets/s")
 	b.ReportMetric(sec, "s/op")
 	b.ReportMetric(torch/sec, "x-torch")
@@ -60,7 +77,7 @@ func report(b *testing.B, sets int, torch float64) {
 
 // BenchmarkForward times one no-grad forward pass of the DiT (the work of
 // one sampling step) with a self-conditioning input, on B sets of 64
-// tokens, and reports sets/s, s/op and the speed-up over PyTorch.
+// tokens, and reports GFLOP/s, sets/s, s/op and the speed-up over PyTorch.
 func BenchmarkForward(b *testing.B) {
 	for _, c := range benchCases(b) {
 		b.Run(c.name, func(b *testing.B) {
@@ -76,7 +93,7 @@ func BenchmarkForward(b *testing.B) {
 				m.Forward(tp, xv, ts, mask, scv)
 				tp.Release()
 			}
-			report(b, c.sets, c.torchFwd)
+			report(b, c.sets, c.torchFwd, forwardFLOPs(c.cfg, c.sets, benchTokens))
 		})
 	}
 }
@@ -84,7 +101,8 @@ func BenchmarkForward(b *testing.B) {
 // BenchmarkTrainStep times one flow-matching training step of the DiT:
 // flow.Loss with self-conditioning always on (a no-grad forward pass, then
 // the training forward pass), backward and the AdamW update, as flow.Train
-// does it. It reports sets/s, s/op and the speed-up over PyTorch.
+// does it. It reports GFLOP/s (counting the backward pass as twice the
+// forward), sets/s, s/op and the speed-up over PyTorch.
 //
 // T takes tens of seconds a step on two cores; run it with -benchtime=1x.
 func BenchmarkTrainStep(b *testing.B) {
@@ -107,6 +125,9 @@ func BenchmarkTrainStep(b *testing.B) {
 				trainer.ZeroGrad(params)
 				tp.Backward(loss)
 				tp.Release()
+				if err := optim.CheckFinite(params); err != nil {
+					b.Fatal(err)
+				}
 				opt.Step()
 			}
 			if c.warmupTrain {
@@ -116,7 +137,8 @@ func BenchmarkTrainStep(b *testing.B) {
 			for i := range b.N {
 				step(i)
 			}
-			report(b, c.sets, c.torchTrain)
+			// no-grad pass + forward + backward (about twice a forward)
+			report(b, c.sets, c.torchTrain, 4*forwardFLOPs(c.cfg, c.sets, benchTokens))
 		})
 	}
 }

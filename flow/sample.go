@@ -86,6 +86,16 @@ func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*grap
 	}
 	sizes := o.sizes
 	if sizes == nil {
+		total := 0
+		for _, c := range m.NodeCounts {
+			if c < 0 {
+				return nil, fmt.Errorf("flow: negative entry %d in the node-count distribution", c)
+			}
+			total += c
+		}
+		if total == 0 {
+			return nil, errors.New("flow: the model has no node-count distribution; pass WithNodeCounts")
+		}
 		sizes = drawSizes(m.NodeCounts, n, tensor.NewRNG(o.seed^0x512e5))
 	}
 	for i, s := range sizes {

@@ -263,7 +263,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 					return nil, fmt.Errorf("flow: resume: %w", err)
 				}
 				var saved Config
-				if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || saved != cfg {
+				if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || !resumable(saved, cfg) {
 					return nil, fmt.Errorf("flow: resume: %s was written for a different configuration", statePath)
 				}
 				if err := ema.LoadWeights(st.Extra); err != nil {
@@ -368,6 +368,15 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		}
 	}
 	return m, save()
+}
+
+// resumable reports whether a checkpoint written under saved can continue
+// under cfg: the step count and the validation and checkpoint cadence may
+// change, nothing else.
+func resumable(saved, cfg Config) bool {
+	saved.Steps, saved.ValEvery, saved.ValSamples, saved.ValSteps, saved.CheckpointEvery =
+		cfg.Steps, cfg.ValEvery, cfg.ValSamples, cfg.ValSteps, cfg.CheckpointEvery
+	return saved == cfg
 }
 
 // batchIdx returns a step's batch of training indices (epoch-wise seeded

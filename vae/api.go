@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"lgflow/autograd"
 	"lgflow/graph"
@@ -47,6 +48,14 @@ func FromFile(f *safetensors.File) (*Model, error) {
 	}
 	var cfg Config
 	if err := trainer.UnmarshalMeta(f.Metadata, trainer.MetaConfig, &cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	// Check the sizes the config claims against the file before allocating
+	// a model from it, so a tiny hostile header cannot demand gigabytes.
+	if err := checkDims(cfg, f); err != nil {
 		return nil, err
 	}
 	m, err := New(cfg, 0)
@@ -132,4 +141,27 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int)
 	defer tp.Release()
 	dec := m.DecodeDense(tp, autograd.NewConst(z.To(m.DType())), sizes)
 	return m.graphs(dec), nil
+}
+
+// checkDims compares a few tensor shapes implied by cfg with the file.
+func checkDims(cfg Config, f *safetensors.File) error {
+	want := map[string][]int{
+		"encoder.eig_eps":       {1, cfg.K},
+		"encoder.phi.2.weight":  {cfg.PhiWidth, 2 * cfg.PhiWidth},
+		"encoder.head.2.weight": {2 * cfg.Latent, cfg.Width},
+		fmt.Sprintf("encoder.rho.%d.norm.weight", cfg.Layers-1): nil,
+	}
+	if cfg.Norm == NoNorm {
+		delete(want, fmt.Sprintf("encoder.rho.%d.norm.weight", cfg.Layers-1))
+	}
+	for name, shape := range want {
+		t, ok := f.Tensors[name]
+		if !ok {
+			return fmt.Errorf("tensor %q missing: the file does not match its configuration", name)
+		}
+		if shape != nil && !slices.Equal(t.Shape(), shape) {
+			return fmt.Errorf("tensor %q has shape %v, the configuration implies %v", name, t.Shape(), shape)
+		}
+	}
+	return nil
 }

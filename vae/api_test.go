@@ -48,7 +48,7 @@ func encode(t *testing.T, m *vae.Model, gs []*graph.Graph) []*tensor.Tensor {
 func TestSaveLoadRoundTrip(t *testing.T) {
 	for _, c := range []vae.Config{smallConfig(), func() vae.Config {
 		c := smallConfig()
-		c.Norm, c.Eta, c.NodeClasses = vae.BatchNorm, 0.05, 3
+		c.Norm, c.Eta, c.NodeClasses, c.PhiGate = vae.BatchNorm, 0.05, 3, true
 		return c
 	}()} {
 		m := newModel(t, c, 4)

@@ -59,6 +59,9 @@ func BenchmarkTrainStep(b *testing.B) {
 				trainer.ZeroGrad(params)
 				tp.Backward(loss.Total)
 				tp.Release()
+				if err := optim.CheckFinite(params); err != nil {
+					b.Fatal(err)
+				}
 				opt.Step()
 			}
 			if bc.warmup {

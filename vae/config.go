@@ -67,6 +67,13 @@ type Config struct {
 	// eigen-slot per batch), as the reference does. Without it the model
 	// relies on the spectral package's deterministic sign convention.
 	SignFlips bool `json:"sign_flips"`
+	// PhiGate adds a multiplicative path to phi: phi(u, lam) = MLP(u, lam) +
+	// u * g(lam), with g a small MLP of the eigenvalue (real and imaginary
+	// parts each gated for directed models). Summed over slots this is a
+	// learned spectral filter of the eigenvectors, the product a ReLU MLP
+	// can only approximate piecewise. phi stays a per-(node, slot) function
+	// summed over slots, so equivariance is unchanged.
+	PhiGate bool `json:"phi_gate"`
 }
 
 // Validate reports whether c describes a buildable model.
@@ -151,16 +158,16 @@ var presets = map[string]Preset{
 	},
 	// CPU presets: small enough to train on two cores.
 	"planar/cpu": {
-		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true},
-		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250},
+		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
 	"tree/cpu": {
-		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true},
-		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250},
+		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
 	"price/cpu": {
-		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true},
-		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250},
+		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
 }
 

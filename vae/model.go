@@ -36,6 +36,8 @@ type Model struct {
 	eps      *autograd.Var // (1, K) learnable eigenvalue offset
 	phi1     *nn.Linear    // 2 (3 for directed) -> 2h
 	phi2     *nn.Linear    // 2h -> h
+	gate1    *nn.Linear    // 1 -> h (PhiGate)
+	gate2    *nn.Linear    // h -> h or 2h (PhiGate; one gate per eigenvector part)
 	nodeEmb  *nn.Embedding // node labels -> h, nil if unlabelled
 	convs    []conv
 	norms    []norm
@@ -75,6 +77,10 @@ func New(cfg Config, seed uint64, opts ...nn.Option) (*Model, error) {
 	h, E, d := cfg.PhiWidth, cfg.Width, cfg.Latent
 	m.phi1 = nn.NewLinear(r, in, 2*h, opts...)
 	m.phi2 = nn.NewLinear(r, 2*h, h, opts...)
+	if cfg.PhiGate {
+		m.gate1 = nn.NewLinear(r, 1, h, opts...)
+		m.gate2 = nn.NewLinear(r, h, (in-1)*h, opts...)
+	}
 	if cfg.NodeClasses > 0 {
 		m.nodeEmb = nn.NewEmbedding(r, cfg.NodeClasses, h, opts...)
 	}
@@ -127,6 +133,10 @@ func (m *Model) Params() []nn.Param {
 	ps := []nn.Param{{Name: "encoder.eig_eps", V: m.eps}}
 	ps = append(ps, nn.ParamsOf("encoder.phi.0", m.phi1)...)
 	ps = append(ps, nn.ParamsOf("encoder.phi.2", m.phi2)...)
+	if m.gate1 != nil {
+		ps = append(ps, nn.ParamsOf("encoder.phi_gate.0", m.gate1)...)
+		ps = append(ps, nn.ParamsOf("encoder.phi_gate.2", m.gate2)...)
+	}
 	if m.nodeEmb != nil {
 		ps = append(ps, nn.ParamsOf("encoder.node_emb", m.nodeEmb)...)
 	}
@@ -261,9 +271,18 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *
 	nodes, K := b.NumNodes(), m.Cfg.K
 	vecT, valsT, slotT := m.encoderInput(feats, nodes, r)
 	lam := tp.Add(autograd.NewConst(valsT), tp.Reshape(m.eps, 1, K, 1))
-	x := tp.Concat(2, autograd.NewConst(vecT), lam)
+	vec := autograd.NewConst(vecT)
+	x := tp.Concat(2, vec, lam)
 	x = tp.Reshape(x, nodes*K, x.Dim(2))
 	x = tp.ReLU(m.phi2.Forward(tp, tp.ReLU(m.phi1.Forward(tp, x))))
+	if m.gate1 != nil {
+		// u * g(lam): (nodes*K, parts, h) gates times (nodes*K, parts, 1) entries, summed over parts.
+		parts := vecT.Dim(2)
+		g := m.gate2.Forward(tp, tp.ReLU(m.gate1.Forward(tp, tp.Reshape(lam, nodes*K, 1))))
+		g = tp.Reshape(g, nodes*K, parts, m.Cfg.PhiWidth)
+		u := tp.Reshape(vec, nodes*K, parts, 1)
+		x = tp.Add(x, tp.Sum(tp.Mul(g, u), 1, false))
+	}
 	x = tp.Mul(x, autograd.NewConst(slotT))
 	h := tp.Sum(tp.Reshape(x, nodes, K, m.Cfg.PhiWidth), 1, false)
 	if m.nodeEmb != nil && b.NodeLabels != nil {

@@ -45,8 +45,9 @@ func (m *Mol) CanonicalRanks() []int {
 	}
 	slices.SortFunc(order, func(x, y int) int {
 		a, b := &invs[x], &invs[y]
+		// charges compare as unsigned numbers, as in RDKit (0 < 1 < ... < -1)
 		return cmp.Or(cmp.Compare(a.deg, b.deg), cmp.Compare(a.z, b.z), cmp.Compare(a.iso, b.iso),
-			cmp.Compare(a.hs, b.hs), cmp.Compare(a.chg, b.chg), cmp.Compare(a.arom, b.arom),
+			cmp.Compare(a.hs, b.hs), cmp.Compare(uint32(a.chg), uint32(b.chg)), cmp.Compare(a.arom, b.arom),
 			cmp.Compare(a.ring, b.ring), cmp.Compare(a.rad, b.rad))
 	})
 	for k := 0; k < n; k++ {
@@ -80,18 +81,16 @@ func (m *Mol) CanonicalRanks() []int {
 			break
 		}
 		rv := ranks[order[tie]]
-		// choose the member with the lowest input index
+		// individualise the member with the lowest input index by giving it
+		// the highest rank of its class (as RDKit's BreakTies does)
 		best := order[tie]
-		for k := tie; k < n && ranks[order[k]] == rv; k++ {
-			if order[k] < best {
-				best = order[k]
+		end := tie
+		for ; end < n && ranks[order[end]] == rv; end++ {
+			if order[end] < best {
+				best = order[end]
 			}
 		}
-		for k := tie; k < n && ranks[order[k]] == rv; k++ {
-			if order[k] != best {
-				ranks[order[k]] = rv + 1
-			}
-		}
+		ranks[best] = rv + (end - tie) - 1
 		r.sortByRank()
 		r.refine()
 	}
@@ -167,6 +166,7 @@ func (r *refiner) splitByDistanceProfile() {
 }
 
 type refiner struct {
+	n      int
 	m      *Mol
 	ranks  []int
 	order  []int
@@ -180,7 +180,8 @@ type refiner struct {
 func (r *refiner) init() {
 	m := r.m
 	n := len(m.Atoms)
-	r.fast = n < 8192
+	r.n = n
+	r.fast = n < 4096 // 16-bit codes: bond type (< 16) * n + rank
 	for i := 0; i < n && r.fast; i++ {
 		if m.Degree(i) > 8 {
 			r.fast = false
@@ -217,7 +218,7 @@ func (r *refiner) computeKeys() {
 			var codes [8]uint64
 			d := len(nbrs)
 			for j, w := range nbrs {
-				c := uint64(r.ranks[w]*8 + int(m.Bonds[bds[j]].Order))
+				c := uint64(rdkitBondType(m.Bonds[bds[j]].Order)*r.n + r.ranks[w])
 				// insertion into descending order
 				k := j
 				for k > 0 && codes[k-1] < c {
@@ -237,7 +238,7 @@ func (r *refiner) computeKeys() {
 		}
 		k := r.keys[i]
 		for j, w := range nbrs {
-			k[j] = r.ranks[w]*8 + int(m.Bonds[bds[j]].Order)
+			k[j] = rdkitBondType(m.Bonds[bds[j]].Order)*r.n + r.ranks[w]
 		}
 		slices.SortFunc(k, func(a, b int) int { return cmp.Compare(b, a) })
 	}

@@ -2,45 +2,45 @@ package mol
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 )
 
-func TestDebugScaf(t *testing.T) {
-	f, _ := os.Open("/tmp/scaf.tsv")
+func TestDebugFeat(t *testing.T) {
+	f, _ := os.Open("/tmp/feat.tsv")
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	bad, n, exact := 0, 0, 0
+	bad, n := 0, 0
 	for sc.Scan() {
 		fs := strings.Split(sc.Text(), "\t")
-		m, err := ParseSMILES(fs[0])
+		m, err := ParseSMILESWith(fs[0], ParseOptions{Sanitize: true})
 		if err != nil {
 			t.Fatal(err)
 		}
+		ft, err := MOSES.Featurize(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nodes []string
+		for _, v := range ft.Nodes {
+			s := fmt.Sprint(v[:])
+			nodes = append(nodes, strings.ReplaceAll(strings.Trim(s, "[]"), " ", ","))
+		}
+		var edges []string
+		for k, e := range ft.Graph.Edges() {
+			v := ft.Edges[k]
+			s := fmt.Sprint(append([]int{e.From, e.To}, v[:]...))
+			edges = append(edges, strings.ReplaceAll(strings.Trim(s, "[]"), " ", ","))
+		}
 		n++
-		s, err := m.MurckoScaffold()
-		got := "ERR"
-		if err == nil {
-			got = s.SMILES()
-		}
-		want := fs[1]
-		if want != "ERR" && want != "" {
-			if w, err := CanonicalSMILES(want); err == nil {
-				want = w
-			} else {
-				want = "UNPARSEABLE " + want
-			}
-		}
-		if got == fs[1] {
-			exact++
-		}
-		if got != want {
+		if strings.Join(nodes, " ") != fs[1] || strings.Join(edges, " ") != fs[2] {
 			bad++
-			if bad < 10 {
-				t.Log(fs[0], "got", got, "want", want, fs[1])
+			if bad < 4 {
+				t.Log(fs[0], "\n", strings.Join(nodes, " "), "\n", fs[1], "\n", strings.Join(edges, " "), "\n", fs[2])
 			}
 		}
 	}
-	t.Log(n, bad, exact)
+	t.Log(n, bad)
 }

@@ -327,7 +327,7 @@ func (ps *parser) atomUnary() (*atomExpr, error) {
 		if end < 0 {
 			return nil, ps.errf(start, "unclosed recursive SMARTS")
 		}
-		sub, err := Parse(s[ps.pos+2 : end])
+		sub, err := parseRecursive(s[ps.pos+2 : end])
 		if err != nil {
 			if se, ok := err.(*SyntaxError); ok {
 				return nil, ps.errf(start+2+se.Pos, "%s", se.Msg)
@@ -450,4 +450,110 @@ func (ps *parser) atomUnary() (*atomExpr, error) {
 		return nil, ps.errf(start, "unknown aromatic element %q", c)
 	}
 	return nil, ps.errf(start, "unexpected %q", c)
+}
+
+// parseRecursive parses the body of a recursive SMARTS, whose first atom
+// is the one the enclosing primitive is evaluated on.
+func parseRecursive(s string) (*Pattern, error) {
+	ps := &parser{src: s}
+	ps.recursive = true
+	p, err := ps.pattern()
+	if err != nil {
+		return nil, err
+	}
+	p.src = s
+	return p, nil
+}
+
+// elementFrequency is a rough share of heavy atoms of drug-like molecules
+// (with explicit hydrogens) that have each element.
+func elementFrequency(z int) float64 {
+	switch z {
+	case 1:
+		return 0.45
+	case 6:
+		return 0.4
+	case 7:
+		return 0.06
+	case 8:
+		return 0.06
+	case 9, 16, 17:
+		return 0.01
+	case 35:
+		return 0.003
+	}
+	return 0.001
+}
+
+// selectivity estimates the fraction of atoms the expression matches.
+func (e *atomExpr) selectivity() float64 {
+	switch e.op {
+	case aNot:
+		return 1 - 0.5*(1-e.kids[0].selectivity())
+	case aAnd:
+		s := 1.0
+		for _, k := range e.kids {
+			s = min(s, k.selectivity())
+		}
+		return s * 0.9
+	case aOr:
+		s := 0.0
+		for _, k := range e.kids {
+			s += k.selectivity()
+		}
+		return min(s, 1)
+	}
+	switch e.prim {
+	case primAtomicNum, primAliphaticElem:
+		return elementFrequency(e.val)
+	case primAromaticElem:
+		return 0.6 * elementFrequency(e.val)
+	case primAromatic:
+		return 0.3
+	case primAliphatic:
+		return 0.7
+	case primCharge:
+		if e.val != 0 {
+			return 0.01
+		}
+		return 0.95
+	case primIsotope:
+		return 0.001
+	case primRecursive:
+		return 0.5 * e.sub.atoms[0].selectivity()
+	case primAny, primTrue:
+		return 1
+	}
+	return 0.5
+}
+
+// requiredElement returns the element every atom matching e must have,
+// or 0 when there is none.
+func (e *atomExpr) requiredElement() int {
+	switch e.op {
+	case aPrim:
+		switch e.prim {
+		case primAtomicNum, primAliphaticElem, primAromaticElem:
+			return e.val
+		}
+	case aAnd:
+		for _, k := range e.kids {
+			if z := k.requiredElement(); z > 0 {
+				return z
+			}
+		}
+	case aOr:
+		z := -1
+		for _, k := range e.kids {
+			kz := k.requiredElement()
+			if kz <= 0 || (z >= 0 && kz != z) {
+				return 0
+			}
+			z = kz
+		}
+		if z > 0 {
+			return z
+		}
+	}
+	return 0
 }

@@ -8,6 +8,7 @@ import "lgflow/graph/mol"
 // concurrent use.
 type Target struct {
 	m         *mol.Mol
+	elemCount [mol.MaxAtomicNumber + 1]int
 	ri        *mol.RingInfo
 	hcount    []int // total H, hydrogen-atom neighbours included
 	ringBonds []int
@@ -21,6 +22,7 @@ func NewTarget(m *mol.Mol) *Target {
 	n := m.NumAtoms()
 	t := &Target{m: m, ri: m.Rings(), hcount: make([]int, n), ringBonds: make([]int, n), used: make([]bool, n)}
 	for i := 0; i < n; i++ {
+		t.elemCount[m.Atoms[i].Element]++
 		h := m.TotalHs(i)
 		nbrs, bds := m.Neighbors(i)
 		for k, w := range nbrs {
@@ -46,7 +48,7 @@ func (p *Pattern) MatchMol(m *mol.Mol) bool { return p.Matches(NewTarget(m)) }
 // Matches reports whether p occurs in the target: an injective map of
 // query atoms to atoms such that every atom and bond expression holds.
 func (p *Pattern) Matches(t *Target) bool {
-	if len(p.atoms) > t.m.NumAtoms() {
+	if !p.prescreen(t) {
 		return false
 	}
 	mapQ := make([]int, len(p.atoms))
@@ -60,7 +62,7 @@ func (p *Pattern) Matches(t *Target) bool {
 // CountMatches returns the number of distinct atom sets p maps onto, up to
 // limit (0 = no limit).
 func (p *Pattern) CountMatches(t *Target, limit int) int {
-	if len(p.atoms) > t.m.NumAtoms() {
+	if !p.prescreen(t) {
 		return 0
 	}
 	mapQ := make([]int, len(p.atoms))
@@ -84,6 +86,20 @@ func (p *Pattern) CountMatches(t *Target, limit int) int {
 		return limit > 0 && len(seen) >= limit
 	})
 	return len(seen)
+}
+
+// prescreen rejects targets with too few atoms of an element the pattern
+// needs.
+func (p *Pattern) prescreen(t *Target) bool {
+	if len(p.atoms) > t.m.NumAtoms() {
+		return false
+	}
+	for _, zc := range p.minCount {
+		if t.elemCount[zc[0]] < zc[1] {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *Pattern) search(t *Target, k int, mapQ []int) bool {

@@ -41,6 +41,11 @@ type Pattern struct {
 	order []int   // matching order: each atom after a bonded earlier one where possible
 	// needsHs reports whether the pattern mentions hydrogen atoms.
 	needsHs bool
+	// minCount lists (element, count) pairs: a match needs at least count
+	// atoms of the element.
+	minCount [][2]int
+	// isRecursive marks the body of a $(...): matching starts at atom 0.
+	isRecursive bool
 }
 
 type qbond struct {
@@ -80,8 +85,9 @@ func Parse(s string) (*Pattern, error) {
 }
 
 type parser struct {
-	src string
-	pos int
+	src       string
+	pos       int
+	recursive bool
 }
 
 func (ps *parser) errf(pos int, format string, args ...any) error {
@@ -194,19 +200,22 @@ func (ps *parser) pattern() (*Pattern, error) {
 	if len(p.atoms) == 0 {
 		return nil, ps.errf(0, "pattern has no atoms")
 	}
+	p.isRecursive = ps.recursive
 	p.finish()
 	return p, nil
 }
 
 func (p *Pattern) addBond(a, b int, e *bondExpr) {
 	if e == nil {
-		e = &bondExpr{op: bPrim, prim: bondDefault}
+		e = &bondExpr{op: aPrim, prim: bondDefault}
 	}
 	p.bonds = append(p.bonds, qbond{a: a, b: b, expr: e})
 }
 
-// finish builds adjacency and a matching order (BFS within components,
-// components in order of their first atom).
+// finish builds adjacency, the matching order and the element prescreen.
+// Each component starts at its most selective atom (by a rough estimate of
+// how many atoms of a drug-like molecule it matches) and grows breadth
+// first, more selective neighbours first.
 func (p *Pattern) finish() {
 	n := len(p.atoms)
 	p.adj = make([][]int, n)
@@ -214,34 +223,91 @@ func (p *Pattern) finish() {
 		p.adj[b.a] = append(p.adj[b.a], k)
 		p.adj[b.b] = append(p.adj[b.b], k)
 	}
-	seen := make([]bool, n)
+	score := make([]float64, n)
+	for i, a := range p.atoms {
+		score[i] = a.selectivity()
+	}
+	// components in order of their first atom
+	comp := make([]int, n)
+	for i := range comp {
+		comp[i] = -1
+	}
+	var comps [][]int
 	for s := 0; s < n; s++ {
-		if seen[s] {
+		if comp[s] >= 0 {
 			continue
 		}
-		seen[s] = true
-		q := []int{s}
+		id := len(comps)
+		comp[s] = id
+		c := []int{s}
+		for k := 0; k < len(c); k++ {
+			for _, bi := range p.adj[c[k]] {
+				w := p.other(bi, c[k])
+				if comp[w] < 0 {
+					comp[w] = id
+					c = append(c, w)
+				}
+			}
+		}
+		comps = append(comps, c)
+	}
+	seen := make([]bool, n)
+	for ci, c := range comps {
+		root := c[0]
+		if !(ci == 0 && p.isRecursive) { // recursive patterns must start at atom 0
+			for _, v := range c {
+				if score[v] < score[root] {
+					root = v
+				}
+			}
+		}
+		seen[root] = true
+		q := []int{root}
 		for len(q) > 0 {
 			v := q[0]
 			q = q[1:]
 			p.order = append(p.order, v)
-			for _, k := range p.adj[v] {
-				w := p.bonds[k].a
-				if w == v {
-					w = p.bonds[k].b
-				}
+			var next []int
+			for _, bi := range p.adj[v] {
+				w := p.other(bi, v)
 				if !seen[w] {
 					seen[w] = true
-					q = append(q, w)
+					next = append(next, w)
 				}
 			}
+			for i := 1; i < len(next); i++ {
+				for j := i; j > 0 && score[next[j]] < score[next[j-1]]; j-- {
+					next[j], next[j-1] = next[j-1], next[j]
+				}
+			}
+			q = append(q, next...)
 		}
 	}
 	for _, a := range p.atoms {
 		if a.onlyHydrogen() {
 			p.needsHs = true
 		}
+		if z := a.requiredElement(); z > 0 {
+			found := false
+			for k := range p.minCount {
+				if p.minCount[k][0] == z {
+					p.minCount[k][1]++
+					found = true
+				}
+			}
+			if !found {
+				p.minCount = append(p.minCount, [2]int{z, 1})
+			}
+		}
 	}
+}
+
+func (p *Pattern) other(bi, v int) int {
+	b := &p.bonds[bi]
+	if b.a == v {
+		return b.b
+	}
+	return b.a
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }

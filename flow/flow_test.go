@@ -1,0 +1,552 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"lgflow/flow"
+	"lgflow/graph"
+	"lgflow/graph/datasets"
+	"lgflow/nn"
+	"lgflow/safetensors"
+	"lgflow/tensor"
+	"lgflow/trainer"
+	"lgflow/vae"
+)
+
+// vaeConfig is a tiny LG-VAE; the flow tests use it untrained (its decoder
+// still maps different latents to different graphs, which is all sampling
+// tests need).
+func vaeConfig() vae.Config {
+	return vae.Config{K: 6, Latent: 4, PhiWidth: 8, Layers: 2, Width: 8, DeepSet: 4, EdgeClasses: 1,
+		Norm: vae.LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true}
+}
+
+// fixture is the data and models shared by the tests: 12 graphs of 6, 9 and
+// 12 nodes (4 each), their latents under an untrained LG-VAE, and a flow
+// model trained on them for 60 steps with the "tiny" preset.
+type fixture struct {
+	ae     *vae.Model
+	data   *vae.Dataset
+	lat    *flow.Latents
+	cfg    flow.Config
+	model  *flow.Model
+	losses []float64
+}
+
+var (
+	fixOnce sync.Once
+	fix     *fixture
+	fixErr  error
+)
+
+func getFixture(t *testing.T) *fixture {
+	t.Helper()
+	fixOnce.Do(func() { fix, fixErr = buildFixture() })
+	if fixErr != nil {
+		t.Fatal(fixErr)
+	}
+	return fix
+}
+
+func buildFixture() (*fixture, error) {
+	ctx := context.Background()
+	f := &fixture{}
+	var err error
+	if f.ae, err = vae.New(vaeConfig(), 1); err != nil {
+		return nil, err
+	}
+	f.ae.Train(false)
+	gs := append(append(datasets.Tree(6, 4, 1), datasets.Planar(9, 4, 1)...), datasets.Tree(12, 4, 2)...)
+	if f.data, err = vae.Prepare(ctx, gs, f.ae.Cfg, nil); err != nil {
+		return nil, err
+	}
+	if f.lat, err = flow.EncodeLatents(ctx, f.ae, f.data, 5, nil); err != nil {
+		return nil, err
+	}
+	if f.cfg, err = flow.Preset("tiny", 4); err != nil {
+		return nil, err
+	}
+	f.cfg.Steps = 60
+	f.model, err = flow.Train(ctx, f.cfg, f.ae, f.data, f.lat, flow.TrainOptions{LogEvery: 1,
+		Progress: func(p flow.Progress) { f.losses = append(f.losses, p.Loss) }})
+	return f, err
+}
+
+// sample draws n graphs and returns them as graph6 strings.
+func sample(t *testing.T, m *flow.Model, n int, opts ...flow.SampleOption) []string {
+	t.Helper()
+	gs, err := flow.Sample(context.Background(), m, n, append([]flow.SampleOption{flow.WithSteps(8)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) != n {
+		t.Fatalf("Sample returned %d graphs, want %d", len(gs), n)
+	}
+	return g6(gs)
+}
+
+func g6(gs []*graph.Graph) []string {
+	s := make([]string, len(gs))
+	for i, g := range gs {
+		s[i] = graph.FormatGraph6(g)
+	}
+	return s
+}
+
+func TestTrainLossDecreases(t *testing.T) {
+	f := getFixture(t)
+	if len(f.losses) != f.cfg.Steps {
+		t.Fatalf("%d progress reports for %d steps with LogEvery 1", len(f.losses), f.cfg.Steps)
+	}
+	mean := func(xs []float64) float64 {
+		s := 0.0
+		for _, x := range xs {
+			if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
+				t.Fatalf("loss %v", x)
+			}
+			s += x
+		}
+		return s / float64(len(xs))
+	}
+	first, last := mean(f.losses[:15]), mean(f.losses[len(f.losses)-15:])
+	t.Logf("mean loss over the first 15 steps %.3f, last 15 %.3f", first, last)
+	if last > 0.75*first {
+		t.Errorf("loss did not decrease: first 15 steps %.3f, last 15 %.3f", first, last)
+	}
+	m := f.model
+	if m.Scale <= 0 || math.IsNaN(m.Scale) {
+		t.Errorf("latent scale %v", m.Scale)
+	}
+	want := make([]int, 13)
+	want[6], want[9], want[12] = 4, 4, 4
+	if !slices.Equal(m.NodeCounts, want) {
+		t.Errorf("NodeCounts %v, want %v", m.NodeCounts, want)
+	}
+	if m.VAE != f.ae || m.Cfg != f.cfg {
+		t.Error("model not bound to its VAE and configuration")
+	}
+}
+
+func TestNodeCountHistogram(t *testing.T) {
+	for _, tc := range []struct {
+		sizes []int
+		want  []int
+	}{
+		{nil, nil},
+		{[]int{0}, []int{1}},
+		{[]int{3, 1, 3}, []int{0, 1, 0, 2}},
+		{[]int{2, 2, 2, 5}, []int{0, 0, 3, 0, 0, 1}},
+	} {
+		var gs []*graph.Graph
+		for _, n := range tc.sizes {
+			gs = append(gs, graph.New(n))
+		}
+		if got := flow.NodeCountHistogram(gs); !slices.Equal(got, tc.want) {
+			t.Errorf("sizes %v: histogram %v, want %v", tc.sizes, got, tc.want)
+		}
+	}
+}
+
+func TestPresetAndValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		width, depth int
+		batch        int
+	}{
+		{"tiny", 32, 2, 8}, {"cpu", 128, 4, 64}, {"T", 384, 6, 256}, {"S", 384, 12, 256}, {"B", 768, 12, 256},
+	} {
+		c, err := flow.Preset(tc.name, 16)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.DiT.Width != tc.width || c.DiT.Depth != tc.depth || c.BatchSize != tc.batch || c.DiT.Dim != 16 || c.Target != flow.PredictX0 || c.SelfCondProb != 0.5 {
+			t.Errorf("%s: %+v", tc.name, c)
+		}
+	}
+	if _, err := flow.Preset("huge", 16); err == nil || !strings.Contains(err.Error(), "huge") {
+		t.Errorf("unknown preset: error %v", err)
+	}
+	base, _ := flow.Preset("tiny", 4)
+	for _, tc := range []struct {
+		name string
+		mod  func(*flow.Config)
+		want string
+	}{
+		{"target", func(c *flow.Config) { c.Target = "eps" }, "Target"},
+		{"batch", func(c *flow.Config) { c.BatchSize = 0 }, "BatchSize"},
+		{"selfcond", func(c *flow.Config) { c.SelfCondProb = 1.5 }, "SelfCondProb"},
+		{"lr", func(c *flow.Config) { c.LR = 0 }, "LR"},
+		{"dit", func(c *flow.Config) { c.DiT.Heads = 3 }, "divisible"},
+	} {
+		c := base
+		tc.mod(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one mentioning %s", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestSampleDeterminism: the same seed gives the same graphs, different
+// seeds different ones, and sizes come from the training histogram in
+// about the right proportions.
+func TestSampleDeterminism(t *testing.T) {
+	m := getFixture(t).model
+	a := sample(t, m, 6, flow.WithSeed(3))
+	b := sample(t, m, 6, flow.WithSeed(3))
+	c := sample(t, m, 6, flow.WithSeed(4))
+	if !slices.Equal(a, b) {
+		t.Errorf("seed 3 twice gave different graphs:\n%v\n%v", a, b)
+	}
+	if slices.Equal(a, c) {
+		t.Errorf("seeds 3 and 4 gave the same graphs %v", a)
+	}
+	gs, err := flow.Sample(context.Background(), m, 150, flow.WithSteps(1), flow.WithBatchSize(64), flow.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gs) != 150 {
+		t.Fatalf("%d graphs, want 150", len(gs))
+	}
+	count := map[int]int{}
+	for _, g := range gs {
+		count[g.N()]++
+	}
+	for n, c := range count {
+		if n != 6 && n != 9 && n != 12 {
+			t.Errorf("sampled a graph of %d nodes, not in the training histogram", n)
+		}
+		if c < 30 || c > 70 { // expected 50 each; the bounds are 3.5 standard deviations
+			t.Errorf("%d graphs of %d nodes out of 150, expected about 50", c, n)
+		}
+	}
+}
+
+func TestSampleOptions(t *testing.T) {
+	m := getFixture(t).model
+	ctx := context.Background()
+	sizes := []int{3, 7, 5, 12, 1}
+	gs, err := flow.Sample(ctx, m, len(sizes), flow.WithNodeCounts(sizes), flow.WithSteps(4), flow.WithBatchSize(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range gs {
+		if g.N() != sizes[i] || g.Directed() {
+			t.Errorf("graph %d: %v, want an undirected graph of %d nodes", i, g, sizes[i])
+		}
+	}
+	var reports [][2]int
+	euler := sample(t, m, 5, flow.WithSeed(9), flow.WithMethod(flow.Euler), flow.WithBatchSize(2),
+		flow.WithProgress(func(done, total int) { reports = append(reports, [2]int{done, total}) }))
+	if want := [][2]int{{2, 5}, {4, 5}, {5, 5}}; !slices.Equal(reports, want) {
+		t.Errorf("progress %v, want %v", reports, want)
+	}
+	heun := sample(t, m, 5, flow.WithSeed(9), flow.WithMethod(flow.Heun), flow.WithBatchSize(2))
+	if slices.Equal(euler, heun) {
+		t.Error("Heun and Euler gave identical graphs")
+	}
+	if def := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2)); !slices.Equal(def, euler) {
+		t.Error("the default method is not Euler")
+	}
+	r1 := sample(t, m, 5, flow.WithSeed(9), flow.WithRandomGrid())
+	r2 := sample(t, m, 5, flow.WithSeed(9), flow.WithRandomGrid())
+	if !slices.Equal(r1, r2) {
+		t.Error("the random time grid is not determined by the seed")
+	}
+	if gs, err := flow.Sample(ctx, m, 0); err != nil || len(gs) != 0 {
+		t.Errorf("Sample(0) = %v, %v", gs, err)
+	}
+	for _, tc := range []struct {
+		name string
+		n    int
+		opts []flow.SampleOption
+		want string
+	}{
+		{"negative n", -1, nil, "-1"},
+		{"zero steps", 2, []flow.SampleOption{flow.WithSteps(0)}, "steps"},
+		{"zero batch", 2, []flow.SampleOption{flow.WithBatchSize(0)}, "batch"},
+		{"bad method", 2, []flow.SampleOption{flow.WithMethod("rk4")}, "rk4"},
+		{"sizes length", 2, []flow.SampleOption{flow.WithNodeCounts([]int{4})}, "1 node counts for 2 graphs"},
+		{"zero size", 2, []flow.SampleOption{flow.WithNodeCounts([]int{4, 0})}, "graph 1 has 0 nodes"},
+	} {
+		if _, err := flow.Sample(ctx, m, tc.n, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := flow.Sample(ctx, &flow.Model{}, 2); err == nil {
+		t.Error("Sample accepted an empty Model")
+	}
+}
+
+// TestSampleEmptyHistogram: a hand-built Model without node counts must
+// give an error, not a panic, when no sizes are given.
+func TestSampleEmptyHistogram(t *testing.T) {
+	f := getFixture(t)
+	m := *f.model
+	m.NodeCounts = nil
+	var err error
+	panicked := func() (p any) {
+		defer func() { p = recover() }()
+		_, err = flow.Sample(context.Background(), &m, 2, flow.WithSteps(1))
+		return nil
+	}()
+	if panicked != nil {
+		t.Fatalf("Sample panics (%v) on a Model with an empty NodeCounts instead of returning an error", panicked)
+	}
+	if err == nil {
+		t.Error("Sample with an empty node-count histogram returned no error")
+	}
+	if _, err := flow.Sample(context.Background(), &m, 2, flow.WithSteps(1), flow.WithNodeCounts([]int{3, 4})); err != nil {
+		t.Errorf("explicit node counts need no histogram: %v", err)
+	}
+}
+
+func TestSampleCancelled(t *testing.T) {
+	m := getFixture(t).model
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := flow.Sample(ctx, m, 4, flow.WithSteps(3)); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled before: error %v, want context.Canceled", err)
+	}
+	// Cancelled after the first batch.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	gs, err := flow.Sample(ctx, m, 6, flow.WithSteps(3), flow.WithBatchSize(2), flow.WithProgress(func(done, total int) { cancel() }))
+	if !errors.Is(err, context.Canceled) || gs != nil {
+		t.Errorf("cancelled during sampling: %d graphs, error %v; want none and context.Canceled", len(gs), err)
+	}
+}
+
+// TestConcurrentSample runs Sample from 4 goroutines on one Model: the
+// results must equal serial calls (run with -race to check for races).
+func TestConcurrentSample(t *testing.T) {
+	m := getFixture(t).model
+	const workers = 4
+	serial := make([][]string, workers)
+	for i := range workers {
+		serial[i] = sample(t, m, 5, flow.WithSeed(uint64(100+i)), flow.WithBatchSize(3))
+	}
+	par := make([][]*graph.Graph, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() {
+			par[i], errs[i] = flow.Sample(context.Background(), m, 5, flow.WithSteps(8), flow.WithSeed(uint64(100+i)), flow.WithBatchSize(3))
+		})
+	}
+	wg.Wait()
+	for i := range workers {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if got := g6(par[i]); !slices.Equal(got, serial[i]) {
+			t.Errorf("goroutine %d: %v, serial %v", i, got, serial[i])
+		}
+	}
+}
+
+func TestSaveLoad(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flow.safetensors")
+	if err := f.model.Save(path, map[string]string{"note": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := flow.Load(path, f.ae)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Cfg != f.model.Cfg || l.Scale != f.model.Scale || !slices.Equal(l.NodeCounts, f.model.NodeCounts) || l.VAE != f.ae {
+		t.Errorf("loaded model %+v differs from the saved one", l)
+	}
+	for _, seed := range []uint64{0, 7} {
+		if a, b := sample(t, f.model, 6, flow.WithSeed(seed)), sample(t, l, 6, flow.WithSeed(seed)); !slices.Equal(a, b) {
+			t.Errorf("seed %d: loaded model samples %v, saved one %v", seed, b, a)
+		}
+	}
+
+	// A VAE with another configuration is rejected.
+	other := vaeConfig()
+	other.Width = 10
+	ae2, err := vae.New(other, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flow.Load(path, ae2); err == nil || !strings.Contains(err.Error(), "LG-VAE config") || !strings.Contains(err.Error(), path) {
+		t.Errorf("flow checkpoint with a different VAE: error %v", err)
+	}
+
+	// Broken and foreign files are errors.
+	aePath := filepath.Join(dir, "vae.safetensors")
+	if err := f.ae.Save(aePath, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flow.Load(aePath, f.ae); err == nil || !strings.Contains(err.Error(), "not an LG-Flow checkpoint") {
+		t.Errorf("VAE file loaded as a flow: error %v", err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{0, 9, len(raw) / 2, len(raw) - 1} {
+		p := filepath.Join(dir, fmt.Sprintf("cut%d", cut))
+		if err := os.WriteFile(p, raw[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := flow.Load(p, f.ae); err == nil {
+			t.Errorf("file truncated to %d of %d bytes loaded", cut, len(raw))
+		}
+	}
+	// Bad metadata values are rejected.
+	file, err := safetensors.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, val := range map[string]string{"latent_scale": "-1", "node_counts": "[0,0]"} {
+		meta := maps.Clone(file.Metadata)
+		meta[key] = val
+		p := filepath.Join(dir, "bad-"+key)
+		if err := safetensors.Save(p, file.Tensors, meta); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := flow.Load(p, f.ae); err == nil {
+			t.Errorf("%s = %s accepted", key, val)
+		}
+	}
+}
+
+// trainSteps trains the fixture's flow config for the given number of steps
+// in dir, calling onStep after every step.
+func trainSteps(ctx context.Context, f *fixture, cfg flow.Config, dir string, resume bool, onStep func(int)) (*flow.Model, error) {
+	return flow.Train(ctx, cfg, f.ae, f.data, f.lat, flow.TrainOptions{Dir: dir, Resume: resume, LogEvery: 1,
+		Progress: func(p flow.Progress) { onStep(p.Step) }})
+}
+
+func stepOf(t *testing.T, path string) string {
+	t.Helper()
+	file, err := safetensors.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file.Metadata[trainer.MetaStep]
+}
+
+// TestResume interrupts a 40-step run at step 30 (checkpoints every 10
+// steps), resumes it, and checks that it continues from step 31 and ends
+// with exactly the weights of an uninterrupted run.
+func TestResume(t *testing.T) {
+	f := getFixture(t)
+	cfg := f.cfg
+	cfg.Steps, cfg.CheckpointEvery = 40, 10
+	ctx := context.Background()
+
+	straight, err := trainSteps(ctx, f, cfg, t.TempDir(), false, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	_, err = trainSteps(cctx, f, cfg, dir, false, func(s int) {
+		if s == 30 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: error %v, want context.Canceled", err)
+	}
+	if s := stepOf(t, filepath.Join(dir, flow.StateFile)); s != "30" {
+		t.Fatalf("checkpoint at step %s, want 30", s)
+	}
+	var steps []int
+	resumed, err := trainSteps(ctx, f, cfg, dir, true, func(s int) { steps = append(steps, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 10 || steps[0] != 31 || steps[9] != 40 {
+		t.Fatalf("resumed run reported steps %v, want 31..40", steps)
+	}
+	if s := stepOf(t, filepath.Join(dir, flow.StateFile)); s != "40" {
+		t.Errorf("final checkpoint at step %s, want 40", s)
+	}
+	if resumed.Scale != straight.Scale {
+		t.Errorf("latent scale %v after resume, %v uninterrupted", resumed.Scale, straight.Scale)
+	}
+	a, b := nn.StateDict(straight.Net), nn.StateDict(resumed.Net)
+	for k, x := range a {
+		if tensor.MaxAbs(tensor.Sub(nil, x, b[k])) != 0 {
+			t.Errorf("%s differs between the resumed and the uninterrupted run", k)
+		}
+	}
+	if _, err := flow.Load(filepath.Join(dir, flow.ModelFile), f.ae); err != nil {
+		t.Errorf("model file of the resumed run: %v", err)
+	}
+
+	// A checkpoint of another architecture is refused.
+	other := cfg
+	other.DiT.Width = 64
+	if _, err := trainSteps(ctx, f, other, dir, true, func(int) {}); err == nil {
+		t.Error("resumed a checkpoint with a different DiT width")
+	}
+}
+
+// TestResumeMoreSteps trains 30 steps, then asks for 40 in total with
+// Resume: training must continue from step 30 instead of refusing.
+func TestResumeMoreSteps(t *testing.T) {
+	f := getFixture(t)
+	cfg := f.cfg
+	cfg.Steps, cfg.CheckpointEvery = 30, 10
+	dir := t.TempDir()
+	ctx := context.Background()
+	if _, err := trainSteps(ctx, f, cfg, dir, false, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Steps = 40
+	var steps []int
+	_, err := trainSteps(ctx, f, cfg, dir, true, func(s int) { steps = append(steps, s) })
+	if err != nil && strings.Contains(err.Error(), "different configuration") {
+		t.Fatalf("flow.Train refuses to resume when only Steps changed: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 10 || steps[0] != 31 || steps[9] != 40 {
+		t.Errorf("resumed run reported steps %v, want 31..40", steps)
+	}
+	if s := stepOf(t, filepath.Join(dir, flow.StateFile)); s != "40" {
+		t.Errorf("final checkpoint at step %s, want 40", s)
+	}
+}
+
+func TestTrainErrors(t *testing.T) {
+	f := getFixture(t)
+	ctx := context.Background()
+	cfg := f.cfg
+	cfg.Steps = 5
+	wrongDim, _ := flow.Preset("tiny", 5)
+	if _, err := flow.Train(ctx, wrongDim, f.ae, f.data, f.lat, flow.TrainOptions{}); err == nil || !strings.Contains(err.Error(), "latent dimension") {
+		t.Errorf("DiT dim 5 with a 4-dim VAE: error %v", err)
+	}
+	short := &flow.Latents{Mu: f.lat.Mu[:3], LogVar: f.lat.LogVar[:3]}
+	if _, err := flow.Train(ctx, cfg, f.ae, f.data, short, flow.TrainOptions{}); err == nil {
+		t.Error("3 latents for 12 graphs accepted")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := flow.Train(cctx, cfg, f.ae, f.data, f.lat, flow.TrainOptions{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Train: error %v", err)
+	}
+	if _, err := flow.EncodeLatents(cctx, f.ae, f.data, 0, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled EncodeLatents: error %v", err)
+	}
+}
