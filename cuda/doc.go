@@ -40,6 +40,12 @@
 // only when enabled (SetTF32). ScatterAdd and SegmentSum are bit-identical
 // to the CPU backend by default (SetDeterministic).
 //
+// Libraries are looked up by soname through dlopen (LD_LIBRARY_PATH, the
+// ld.so cache), in the directories of LGFLOW_CUDA_PATH (colon-separated,
+// searched first; e.g. the lib folders of the nvidia-cublas and
+// nvidia-cuda-nvrtc Python wheels), and in $CUDA_HOME/lib64 and
+// /usr/local/cuda/lib64.
+//
 // Environment: LGFLOW_CUDA_DISABLE=1 makes the package report no GPU;
 // LGFLOW_CUDA_SYNC=1 synchronises after every kernel so that an
 // asynchronous error names its kernel; LGFLOW_CUDA_TF32=1 enables TF32.

@@ -18,7 +18,9 @@ import (
 // CUDA thread a fiber. It checks the host code, the argument packing and
 // the kernels' arithmetic without a GPU (not the memory model or cuBLAS).
 // It needs g++ and an NVRTC library, takes a minute or two, and runs only
-// with LGFLOW_CUDA_EMULATE=1.
+// with LGFLOW_CUDA_EMULATE=1. LGFLOW_CUDA_EMULATE_CFLAGS adds compiler flags,
+// e.g. -fsanitize=address (then run the test binary with
+// LD_PRELOAD=$(g++ -print-file-name=libasan.so)).
 func TestEmulatedConformance(t *testing.T) {
 	if os.Getenv("LGFLOW_CUDA_EMULATE") != "1" {
 		t.Skip("set LGFLOW_CUDA_EMULATE=1 to run (needs g++ and NVRTC)")
@@ -48,6 +50,7 @@ func TestEmulatedConformance(t *testing.T) {
 			backendtest.Run(t, b)
 		})
 	}
+	t.Run("Extras", func(t *testing.T) { extras(t, b, 10) })
 	st := b.MemStats()
 	t.Logf("allocator: %+v", st)
 	b.EmptyCache()
@@ -81,7 +84,9 @@ func buildFakeCUDA(t *testing.T, gxx string) string {
 		t.Fatal(err)
 	}
 	lib := filepath.Join(dir, "libfakecuda.so")
-	cmd := exec.Command(gxx, "-std=c++17", "-O1", "-g", "-shared", "-fPIC", "-w", "-I", inc, "-o", lib, cc)
+	args := []string{"-std=c++17", "-O1", "-g", "-shared", "-fPIC", "-w", "-I", inc, "-o", lib, cc}
+	args = append(args, strings.Fields(os.Getenv("LGFLOW_CUDA_EMULATE_CFLAGS"))...)
+	cmd := exec.Command(gxx, args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the fake CUDA library: %v\n%s", err, out)
 	}

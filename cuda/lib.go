@@ -3,6 +3,8 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"unsafe"
 
@@ -52,10 +54,47 @@ type sym struct {
 	optional bool
 }
 
-// openLib dlopens the first loadable file of names.
+// candidates expands library names: a name without a slash is tried first
+// in the directories of LGFLOW_CUDA_PATH (colon-separated), then through
+// dlopen's own search (LD_LIBRARY_PATH, the ld.so cache), then in
+// $CUDA_HOME/lib64 and /usr/local/cuda/lib64.
+func candidates(names []string, envPath, cudaHome string) []string {
+	var pre, post []string
+	for _, d := range strings.Split(envPath, ":") {
+		if d != "" {
+			pre = append(pre, d)
+		}
+	}
+	if cudaHome != "" {
+		post = append(post, filepath.Join(cudaHome, "lib64"))
+	}
+	post = append(post, "/usr/local/cuda/lib64")
+	var out []string
+	add := func(dirs []string, n string) {
+		for _, d := range dirs {
+			out = append(out, filepath.Join(d, n))
+		}
+	}
+	for _, n := range names {
+		if strings.Contains(n, "/") {
+			out = append(out, n)
+			continue
+		}
+		add(pre, n)
+		out = append(out, n)
+	}
+	for _, n := range names {
+		if !strings.Contains(n, "/") {
+			add(post, n)
+		}
+	}
+	return out
+}
+
+// openLib dlopens the first loadable file of names (see candidates).
 func openLib(what string, names []string) (uintptr, string, error) {
 	var last error
-	for _, n := range names {
+	for _, n := range candidates(names, os.Getenv("LGFLOW_CUDA_PATH"), os.Getenv("CUDA_HOME")) {
 		h, err := purego.Dlopen(n, purego.RTLD_NOW|purego.RTLD_LOCAL)
 		if err == nil {
 			return h, n, nil
@@ -65,7 +104,7 @@ func openLib(what string, names []string) (uintptr, string, error) {
 	if last == nil {
 		return 0, "", fmt.Errorf("cuda: no file names given for %s", what)
 	}
-	return 0, "", fmt.Errorf("cuda: cannot load %s (tried %s): %v", what, strings.Join(names, ", "), last)
+	return 0, "", fmt.Errorf("cuda: cannot load %s (tried %s; LGFLOW_CUDA_PATH adds directories): %v", what, strings.Join(names, ", "), last)
 }
 
 // bind resolves the symbols of table in the library h (named file).
@@ -102,9 +141,6 @@ func cstr(s string) []byte {
 	copy(b, s)
 	return b
 }
-
-// ptrOf returns the address of b[0] (b must not be empty).
-func ptrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b))) }
 
 // goString copies the NUL-terminated C string at p (nil gives "").
 func goString(p *byte) string {

@@ -40,6 +40,17 @@ func TestLibraryLoadFailure(t *testing.T) {
 	}
 }
 
+func TestCandidates(t *testing.T) {
+	got := candidates([]string{"libx.so.2", "/abs/libx.so"}, "/a::/b", "/cuda")
+	want := []string{"/a/libx.so.2", "/b/libx.so.2", "libx.so.2", "/abs/libx.so", "/cuda/lib64/libx.so.2", "/usr/local/cuda/lib64/libx.so.2"}
+	if !slices.Equal(got, want) {
+		t.Errorf("candidates = %q, want %q", got, want)
+	}
+	if got := candidates([]string{"liby.so"}, "", ""); !slices.Equal(got, []string{"liby.so", "/usr/local/cuda/lib64/liby.so"}) {
+		t.Errorf("candidates without environment = %q", got)
+	}
+}
+
 func TestAvailableAndInitAgree(t *testing.T) {
 	ok, why := Available()
 	if why == "" {

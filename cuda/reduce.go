@@ -175,14 +175,14 @@ func (b *Backend) Argmax(out []int32, a *tensor.Tensor, axis int) {
 	b.enter()
 	defer b.exit()
 	shape, as := a.Shape(), a.Strides()
-	var os, ostr []int
+	var oshape, ostr []int
 	for i := range shape {
 		if i != axis {
-			os = append(os, shape[i])
+			oshape = append(oshape, shape[i])
 			ostr = append(ostr, as[i])
 		}
 	}
-	l := stridedLayout(os, 1, &[maxOps][]int{ostr})
+	l := stridedLayout(oshape, 1, &[maxOps][]int{ostr})
 	nout := int(l.n)
 	dev := b.getBlock(uint64(nout) * 4)
 	defer b.alloc.putBlock(dev)
@@ -200,15 +200,15 @@ func (b *Backend) Softmax(dst, a *tensor.Tensor, axis int, log bool) {
 	b.enter()
 	defer b.exit()
 	shape, as, ds := a.Shape(), a.Strides(), dst.Strides()
-	var os, od, oa []int
+	var oshape, od, oa []int
 	for i := range shape {
 		if i != axis {
-			os = append(os, shape[i])
+			oshape = append(oshape, shape[i])
 			od = append(od, ds[i])
 			oa = append(oa, as[i])
 		}
 	}
-	l := stridedLayout(os, 2, &[maxOps][]int{od, oa})
+	l := stridedLayout(oshape, 2, &[maxOps][]int{od, oa})
 	rows, K := int(l.n), shape[axis]
 	kd, ka := ds[axis], as[axis]
 	lg := 0

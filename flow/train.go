@@ -311,19 +311,10 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		r := tensor.NewRNG(cfg.Seed ^ (uint64(step)+1)*0x9e3779b97f4a7c15)
 		x1, mask := lat.batchLatents(batchIdx(cfg.Seed, n, cfg.BatchSize, step), m.Scale, cfg.SampleLatents, r)
 		tp := autograd.NewTape()
-		loss := Loss(tp, net, cfg, x1, mask, r)
-		lv := loss.Value.Item()
-		if math.IsNaN(lv) || math.IsInf(lv, 0) {
-			tp.Release()
-			return m, fmt.Errorf("flow: step %d: loss is %v", step, lv)
-		}
-		trainer.ZeroGrad(params)
-		tp.Backward(loss)
-		tp.Release()
-		if err := optim.CheckFinite(params); err != nil {
+		lv, err := trainer.Step(tp, Loss(tp, net, cfg, x1, mask, r), params, opt, 0)
+		if err != nil {
 			return m, fmt.Errorf("flow: step %d: %w", step, err)
 		}
-		opt.Step()
 		step++
 		ema.Update(step)
 

@@ -1,11 +1,8 @@
 package graph
 
 import (
-	"bufio"
-	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"lgflow/internal/atomicfile"
 )
 
 // WriteFileAtomic creates or replaces the file at path with what write
@@ -13,46 +10,6 @@ import (
 // in the same directory, which is flushed, synced, closed and renamed over
 // path only if write succeeds. On error the temporary file is removed and
 // path is left as it was. The new file has mode 0644.
-func WriteFileAtomic(path string, write func(w io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	bw := bufio.NewWriterSize(f, 1<<16)
-	if err = write(bw); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("closing %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	// Sync the directory so the rename itself is durable (best effort:
-	// not every platform allows opening a directory).
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+func WriteFileAtomic(path string, write func(w io.Writer) error) error {
+	return atomicfile.Write(path, write)
 }

@@ -9,12 +9,11 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"unicode/utf8"
 
+	"lgflow/internal/atomicfile"
 	"lgflow/tensor"
 )
 
@@ -186,51 +185,9 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	b.Truncate(b.Len() - 1) // Encode appends a newline
 }
 
-// atomicWrite writes a file at path through fn: into a temporary file in
-// the same directory, synced, then renamed over path. On error the
-// temporary file is removed and path is left untouched.
-func atomicWrite(path string, fn func(w io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err = fn(f); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	// Make the rename durable; not every platform can sync a directory.
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
-}
-
 // SaveRaw writes ts and metadata to the file at path atomically (see Save).
 func SaveRaw(path string, ts []RawTensor, metadata map[string]string) error {
-	return withPath(atomicWrite(path, func(w io.Writer) error { return WriteRaw(w, ts, metadata) }), path)
+	return withPath(atomicfile.Write(path, func(w io.Writer) error { return WriteRaw(w, ts, metadata) }), path)
 }
 
 // Write writes tensors and metadata to w as a safetensors file: tensors in
@@ -270,7 +227,7 @@ func Write(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]s
 // renamed over path, so path holds either the old or the complete new
 // file. Errors name path.
 func Save(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
-	return withPath(atomicWrite(path, func(w io.Writer) error { return Write(w, tensors, metadata) }), path)
+	return withPath(atomicfile.Write(path, func(w io.Writer) error { return Write(w, tensors, metadata) }), path)
 }
 
 // writeTensor writes t's elements little-endian, row-major, converting

@@ -1,17 +1,111 @@
 package tensor
 
-// Code below is float32 vector math with the exponential and erfc
-// polynomials written out inline (the Go compiler will not inline them:
-// a call per element would cost more than the arithmetic). The scalar
-// reference versions are in mathf.go and the accuracy tests in
-// mathf_test.go. All arithmetic is in float64.
+// The float32 vector kernels of the transcendental ops. Each exists twice:
+// as assembly (AVX2+FMA, 8 lanes, float32 arithmetic; mathf_amd64.s) and as
+// the portable Go code below, which writes the exponential and erfc
+// polynomials out inline (the Go compiler will not inline them: a call per
+// element would cost more than the arithmetic) and computes in float64.
+// The dispatchers pick the assembly when the CPU has AVX2 and FMA, unless
+// the package is built with the noasm tag or the environment variable
+// LGFLOW_MATHF=go (read once at start-up) asks for the Go code. Both are
+// accurate to about float32 resolution, but their results may differ in
+// the last bits. The scalar reference versions are in mathf.go and the
+// accuracy tests in mathf_test.go and mathf_simd_test.go.
 
-import "math"
+import (
+	"math"
+	"os"
+)
+
+// useSIMD reports whether the dispatchers below call the assembly kernels.
+var useSIMD = cpuHasSIMD && os.Getenv("LGFLOW_MATHF") != "go"
+
+// expVec32 sets d[i] = e^a[i]; d and a have equal length and may be the
+// same slice (likewise for the other dispatchers).
+func expVec32(d, a []float32) {
+	if useSIMD {
+		expVec32SIMD(d, a)
+		return
+	}
+	expVec32Go(d, a)
+}
+
+// expSubVec32 sets d[i] = e^(x[i]-m) and returns Σ d[i] in float64. d may
+// be x; m >= max x.
+func expSubVec32(d, x []float32, m float32) float64 {
+	if useSIMD {
+		return expSubVec32SIMD(d, x, m)
+	}
+	return expSubVec32Go(d, x, m)
+}
+
+// sumExpSub32 returns Σ e^(x[i]-m) in float64 (m >= max x).
+func sumExpSub32(x []float32, m float32) float64 {
+	if useSIMD {
+		return sumExpSub32SIMD(x, m)
+	}
+	return sumExpSub32Go(x, m)
+}
+
+// geluVec32 sets d[i] = a[i]·Φ(a[i]).
+func geluVec32(d, a []float32) {
+	if useSIMD {
+		geluVec32SIMD(d, a)
+		return
+	}
+	geluVec32Go(d, a)
+}
+
+// geluGradVec32 sets d[i] = gy[i]·(Φ(x) + x·φ(x)) with x = a[i].
+func geluGradVec32(d, a, gy []float32) {
+	if useSIMD {
+		geluGradVec32SIMD(d, a, gy)
+		return
+	}
+	geluGradVec32Go(d, a, gy)
+}
+
+// sigmoidVec32 sets d[i] = 1/(1+e^-a[i]).
+func sigmoidVec32(d, a []float32) {
+	if useSIMD {
+		sigmoidVec32SIMD(d, a)
+		return
+	}
+	sigmoidVec32Go(d, a)
+}
+
+// siluVec32 sets d[i] = a[i]·sigmoid(a[i]).
+func siluVec32(d, a []float32) {
+	if useSIMD {
+		siluVec32SIMD(d, a)
+		return
+	}
+	siluVec32Go(d, a)
+}
+
+// siluGradVec32 sets d[i] = gy[i]·s·(1 + x·(1-s)) with s = sigmoid(x),
+// x = a[i].
+func siluGradVec32(d, a, gy []float32) {
+	if useSIMD {
+		siluGradVec32SIMD(d, a, gy)
+		return
+	}
+	siluGradVec32Go(d, a, gy)
+}
+
+// tanhVec32 sets d[i] = tanh a[i].
+func tanhVec32(d, a []float32) {
+	if useSIMD {
+		tanhVec32SIMD(d, a)
+		return
+	}
+	tanhVec32Go(d, a)
+}
 
 const expShifter = 0x1.8p52
 
-// expVec32 sets d[i] = e^a[i].
-func expVec32(d, a []float32) {
+// expVec32Go sets d[i] = e^a[i].
+func expVec32Go(d, a []float32) {
 	a = a[:len(d)]
 	for i := range d {
 		x := min(max(float64(a[i]), -120), 89)
@@ -24,9 +118,9 @@ func expVec32(d, a []float32) {
 	}
 }
 
-// expSubVec32 sets d[i] = e^(x[i]-m) and returns Σ d[i] in float64. d may
+// expSubVec32Go sets d[i] = e^(x[i]-m) and returns Σ d[i] in float64. d may
 // be x; m >= max x.
-func expSubVec32(d, x []float32, m float32) float64 {
+func expSubVec32Go(d, x []float32, m float32) float64 {
 	x = x[:len(d)]
 	mf := float64(m)
 	s := 0.0
@@ -43,8 +137,8 @@ func expSubVec32(d, x []float32, m float32) float64 {
 	return s
 }
 
-// sumExpSub32 returns Σ e^(x[i]-m) in float64 (m >= max x).
-func sumExpSub32(x []float32, m float32) float64 {
+// sumExpSub32Go returns Σ e^(x[i]-m) in float64 (m >= max x).
+func sumExpSub32Go(x []float32, m float32) float64 {
 	mf := float64(m)
 	s := 0.0
 	for _, v := range x {
@@ -59,10 +153,10 @@ func sumExpSub32(x []float32, m float32) float64 {
 	return s
 }
 
-// geluVec32 sets d[i] = a[i]·Φ(a[i]) = a/2·erfc(-a/√2). It works in
+// geluVec32Go sets d[i] = a[i]·Φ(a[i]) = a/2·erfc(-a/√2). It works in
 // blocks of two passes — the rational part, then the exponential — so that
 // each loop body is short and the processor overlaps many elements.
-func geluVec32(d, a []float32) {
+func geluVec32Go(d, a []float32) {
 	a = a[:len(d)]
 	var tb, eb [blk]float64
 	for s := 0; s < len(d); s += blk {
@@ -75,7 +169,7 @@ func geluVec32(d, a []float32) {
 			er2 := er * er
 			e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
 				math.Float64frombits(uint64(int64(en)+1023)<<52)
-			x := float64(as[i])
+			x := max(float64(as[i]), -40) // -Inf gives 0, not -Inf·0
 			c := tb[i] * e
 			if x > 0 {
 				c = 2 - c
@@ -101,8 +195,8 @@ func erfcPass1(a []float32, tb, eb *[blk]float64) {
 	}
 }
 
-// geluGradVec32 sets d[i] = gy[i]·(Φ(x) + x·φ(x)) with x = a[i].
-func geluGradVec32(d, a, gy []float32) {
+// geluGradVec32Go sets d[i] = gy[i]·(Φ(x) + x·φ(x)) with x = a[i].
+func geluGradVec32Go(d, a, gy []float32) {
 	a, gy = a[:len(d)], gy[:len(d)]
 	var tb, eb [blk]float64
 	for s := 0; s < len(d); s += blk {
@@ -115,7 +209,7 @@ func geluGradVec32(d, a, gy []float32) {
 			er2 := er * er
 			e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
 				math.Float64frombits(uint64(int64(en)+1023)<<52)
-			x := float64(as[i])
+			x := min(max(float64(as[i]), -40), 40) // x·φ(x) is 0 beyond, also at ±Inf
 			c := tb[i] * e
 			if x > 0 {
 				c = 2 - c
@@ -131,8 +225,8 @@ func geluGradVec32(d, a, gy []float32) {
 	}
 }
 
-// sigmoidVec32 sets d[i] = 1/(1+e^-a[i]).
-func sigmoidVec32(d, a []float32) {
+// sigmoidVec32Go sets d[i] = 1/(1+e^-a[i]).
+func sigmoidVec32Go(d, a []float32) {
 	a = a[:len(d)]
 	for i := range d {
 		y := min(max(-float64(a[i]), -120), 120)
@@ -145,11 +239,11 @@ func sigmoidVec32(d, a []float32) {
 	}
 }
 
-// siluVec32 sets d[i] = a[i]·sigmoid(a[i]).
-func siluVec32(d, a []float32) {
+// siluVec32Go sets d[i] = a[i]·sigmoid(a[i]).
+func siluVec32Go(d, a []float32) {
 	a = a[:len(d)]
 	for i := range d {
-		x := float64(a[i])
+		x := max(float64(a[i]), -200) // -Inf gives -0, not -Inf
 		y := min(max(-x, -120), 120)
 		en := (y*log2e + expShifter) - expShifter
 		er := (y - en*ln2Hi) - en*ln2Lo
@@ -160,12 +254,12 @@ func siluVec32(d, a []float32) {
 	}
 }
 
-// siluGradVec32 sets d[i] = gy[i]·s·(1 + x·(1-s)) with s = sigmoid(x),
+// siluGradVec32Go sets d[i] = gy[i]·s·(1 + x·(1-s)) with s = sigmoid(x),
 // x = a[i].
-func siluGradVec32(d, a, gy []float32) {
+func siluGradVec32Go(d, a, gy []float32) {
 	a, gy = a[:len(d)], gy[:len(d)]
 	for i := range d {
-		x := float64(a[i])
+		x := min(max(float64(a[i]), -200), 200) // ±Inf give 0 and gy, not NaN
 		y := min(max(-x, -120), 120)
 		en := (y*log2e + expShifter) - expShifter
 		er := (y - en*ln2Hi) - en*ln2Lo
@@ -177,8 +271,8 @@ func siluGradVec32(d, a, gy []float32) {
 	}
 }
 
-// tanhVec32 sets d[i] = tanh a[i].
-func tanhVec32(d, a []float32) {
+// tanhVec32Go sets d[i] = tanh a[i].
+func tanhVec32Go(d, a []float32) {
 	a = a[:len(d)]
 	for i := range d {
 		x := float64(a[i])

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"lgflow/autograd"
 	"lgflow/nn"
 	"lgflow/optim"
 	"lgflow/safetensors"
@@ -168,4 +170,28 @@ func (c *Clock) ETA(step, total int) time.Duration {
 	}
 	per := time.Since(c.start) / time.Duration(done)
 	return per * time.Duration(total-step)
+}
+
+// Step finishes one optimisation step on a recorded tape: it checks that
+// the loss is finite, zeroes the gradients, back-propagates, releases the
+// tape, checks every gradient for NaN or Inf (naming the parameter), clips
+// the global gradient norm when clip > 0, and applies the optimiser. It
+// returns the loss value. The tape is released on every path.
+func Step(tp *autograd.Tape, loss *autograd.Var, params []optim.Param, opt *optim.AdamW, clip float64) (float64, error) {
+	v := loss.Value.Item()
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		tp.Release()
+		return v, fmt.Errorf("loss is %v", v)
+	}
+	ZeroGrad(params)
+	tp.Backward(loss)
+	tp.Release()
+	if err := optim.CheckFinite(params); err != nil {
+		return v, err
+	}
+	if clip > 0 {
+		optim.ClipGradNorm(params, clip)
+	}
+	opt.Step()
+	return v, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -147,21 +146,10 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		b := graph.NewBatch(sub.Graphs)
 		tp := autograd.NewTape()
 		loss, _ := m.Objective(tp, b, sub.Features, r)
-		total := loss.Total.Value.Item()
-		if math.IsNaN(total) || math.IsInf(total, 0) {
-			tp.Release()
-			return m, fmt.Errorf("vae: step %d: loss is %v (edge %v, node %v, kl %v)", step, total, loss.Edge, loss.Node, loss.KL)
+		total, err := trainer.Step(tp, loss.Total, params, opt, tc.ClipNorm)
+		if err != nil {
+			return m, fmt.Errorf("vae: step %d (edge %v, node %v, kl %v): %w", step, loss.Edge, loss.Node, loss.KL, err)
 		}
-		trainer.ZeroGrad(params)
-		tp.Backward(loss.Total)
-		tp.Release()
-		if err := optim.CheckFinite(params); err != nil {
-			return m, fmt.Errorf("vae: step %d: %w", step, err)
-		}
-		if tc.ClipNorm > 0 {
-			optim.ClipGradNorm(params, tc.ClipNorm)
-		}
-		opt.Step()
 		step++
 
 		validated := false

@@ -50,6 +50,8 @@ func runMol(ctx context.Context, args []string) error {
 		for i := range smiles {
 			if p.Mols[i] != nil {
 				sb.WriteString(p.Canonical[i])
+			} else if smiles[i] == "None" {
+				sb.WriteString("invalid: None (no molecule was generated)")
 			} else {
 				sb.WriteString("invalid: ")
 				sb.WriteString(strings.ReplaceAll(p.Errs[i].Error(), "\n", " "))

@@ -118,6 +118,7 @@ func (r *refiner) splitByDistanceProfile() {
 		}
 	}
 	prof := make([][]int, n)
+	buf := make([]int, 0, 8*n)
 	dist := make([]int, n)
 	queue := make([]int, 0, n)
 	for s := 0; s < n; s++ {
@@ -129,10 +130,10 @@ func (r *refiner) splitByDistanceProfile() {
 		}
 		dist[s] = 0
 		queue = append(queue[:0], s)
-		var p []int
+		start := len(buf)
 		for qi := 0; qi < len(queue); qi++ {
 			v := queue[qi]
-			p = append(p, dist[v]*(n+1)+r.ranks[v])
+			buf = append(buf, dist[v]*(n+1)+r.ranks[v])
 			nbrs, _ := m.Neighbors(v)
 			for _, w := range nbrs {
 				if dist[w] < 0 {
@@ -141,8 +142,8 @@ func (r *refiner) splitByDistanceProfile() {
 				}
 			}
 		}
-		slices.Sort(p)
-		prof[s] = p
+		slices.Sort(buf[start:])
+		prof[s] = buf[start:len(buf):len(buf)]
 	}
 	slices.SortStableFunc(r.order, func(x, y int) int {
 		if c := cmp.Compare(r.ranks[x], r.ranks[y]); c != 0 {

@@ -8,7 +8,7 @@ import (
 
 func TestRDKitIdentityFixture(t *testing.T) {
 	lines := readLines(t, filepath.Join(dataDir(t), "fixtures", "rdkit_expected", "moses_identity.tsv"))
-	ours := map[string]string{}  // our canonical -> rdkit canonical
+	ours := map[string]string{}   // our canonical -> rdkit canonical
 	theirs := map[string]string{} // rdkit canonical -> our canonical
 	bad, exact, rows := 0, 0, 0
 	for _, ln := range lines[1:] {

@@ -120,7 +120,9 @@ func (b *Bond) Other(a int) int {
 // Mol is a molecule: atoms, bonds and derived data (adjacency, rings,
 // implicit hydrogens). Build one with ParseSMILES, or fill Atoms and Bonds
 // and call Sanitize. After changing Atoms or Bonds by hand call Sanitize
-// (or UpdateValences) again before asking for derived values.
+// (or UpdateValences) again before asking for derived values. A sanitised
+// Mol may be read (SMILES, fingerprints, features, scaffolds) from several
+// goroutines at once; changing it is not safe concurrently.
 type Mol struct {
 	Atoms []Atom
 	Bonds []Bond

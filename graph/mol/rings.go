@@ -275,7 +275,7 @@ func (m *Mol) ringsOfComponent(verts []int, ringBond []bool, local []int, ri *Ri
 		local[v] = i
 	}
 	// local edges
-	var eb []int    // local edge -> global bond
+	var eb []int     // local edge -> global bond
 	var ladj [][]int // local adjacency: pairs (nbr, edge)
 	ladj = make([][]int, nv)
 	for i, v := range verts {
@@ -306,29 +306,28 @@ func (m *Mol) ringsOfComponent(verts []int, ringBond []bool, local []int, ri *Ri
 	queue := make([]int, 0, nv)
 	onPath := make([]int, nv)
 	stamp := 0
-	pathEdges := func(v int) (edges []int) {
-		for ; pred[v] >= 0; v = pred[v] {
-			edges = append(edges, predEdge[v])
+	scratch := make([]uint64, words)
+	// addCand adds the cycle made of the tree paths from a and b to the
+	// root plus the closing edges, unless it is already a candidate.
+	addCand := func(a, b int, closing ...int) {
+		clear(scratch)
+		for v := a; pred[v] >= 0; v = pred[v] {
+			e := predEdge[v]
+			scratch[e>>6] ^= 1 << (e & 63)
 		}
-		return
-	}
-	addCand := func(ea, ebb []int, closing ...int) {
-		bs := make([]uint64, words)
-		for _, e := range ea {
-			bs[e>>6] ^= 1 << (e & 63)
-		}
-		for _, e := range ebb {
-			bs[e>>6] ^= 1 << (e & 63)
+		for v := b; pred[v] >= 0; v = pred[v] {
+			e := predEdge[v]
+			scratch[e>>6] ^= 1 << (e & 63)
 		}
 		for _, e := range closing {
-			bs[e>>6] ^= 1 << (e & 63)
+			scratch[e>>6] ^= 1 << (e & 63)
 		}
 		for _, c := range cands {
-			if slices.Equal(c.edges, bs) {
+			if slices.Equal(c.edges, scratch) {
 				return
 			}
 		}
-		cands = append(cands, cycleCand{edges: bs})
+		cands = append(cands, cycleCand{edges: slices.Clone(scratch)})
 	}
 	for r := 0; r < nv; r++ {
 		for i := range dist {
@@ -366,7 +365,7 @@ func (m *Mol) ringsOfComponent(verts []int, ringBond []bool, local []int, ri *Ri
 				}
 				// odd cycle through edge v-w
 				if dist[v] == dist[w] && disjoint(v, w) {
-					addCand(pathEdges(v), pathEdges(w), e)
+					addCand(v, w, e)
 				}
 			}
 			// even cycles: two predecessors of v
@@ -380,7 +379,7 @@ func (m *Mol) ringsOfComponent(verts []int, ringBond []bool, local []int, ri *Ri
 					if dist[w] != dist[v]-1 || !disjoint(u, w) {
 						continue
 					}
-					addCand(pathEdges(u), pathEdges(w), eu, ew)
+					addCand(u, w, eu, ew)
 				}
 			}
 		}
@@ -493,4 +492,3 @@ func (m *Mol) orderCycle(edges []uint64, eb, verts []int, ladj [][]int) (atoms, 
 	}
 	return atoms, bonds
 }
-

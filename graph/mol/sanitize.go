@@ -26,6 +26,7 @@ type SanitizeError struct {
 	Msg   string
 }
 
+// Error returns Msg.
 func (e *SanitizeError) Error() string { return e.Msg }
 
 // Sanitize checks and normalises m the way RDKit's SanitizeMol does with

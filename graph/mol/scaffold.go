@@ -109,6 +109,7 @@ func (m *Mol) AddHs() *Mol {
 	}
 	h.buildAdj()
 	h.rings = m.Rings().extend(len(h.Atoms), len(h.Bonds))
+	h.updateValences(false) //nolint:errcheck // non-strict never fails
 	return h
 }
 

@@ -13,6 +13,7 @@ type SyntaxError struct {
 	Msg    string
 }
 
+// Error returns the message with the position.
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("SMILES parse error at position %d: %s", e.Pos, e.Msg)
 }
@@ -37,7 +38,9 @@ func ParseSMILES(s string) (*Mol, error) {
 	return ParseSMILESWith(s, ParseOptions{Sanitize: true})
 }
 
-// ParseSMILESWith parses a SMILES string with the given options.
+// ParseSMILESWith parses a SMILES string with the given options. Without
+// Sanitize the molecule is exactly what the string says: hydrogen counts
+// and valences are not computed (call UpdateValences or Sanitize).
 func ParseSMILESWith(s string, opt ParseOptions) (*Mol, error) {
 	p := parser{src: s}
 	m, err := p.parse()

@@ -28,6 +28,7 @@ type SyntaxError struct {
 	Msg     string
 }
 
+// Error returns the message with the position.
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("SMARTS parse error at position %d: %s", e.Pos, e.Msg)
 }

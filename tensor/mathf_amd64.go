@@ -1,0 +1,110 @@
+//go:build amd64 && !noasm
+
+package tensor
+
+import "golang.org/x/sys/cpu"
+
+// The AVX2+FMA kernels of mathf_amd64.s. Each processes n elements of d
+// and its inputs (n may be any length >= 0, the last n%8 are handled with
+// masked loads and stores); d may be an input. See mathf_amd64.s for the
+// algorithms.
+
+//go:noescape
+func expAVX2(d, a *float32, n int)
+
+//go:noescape
+func sigmoidAVX2(d, a *float32, n int)
+
+//go:noescape
+func siluAVX2(d, a *float32, n int)
+
+//go:noescape
+func tanhAVX2(d, a *float32, n int)
+
+//go:noescape
+func geluAVX2(d, a *float32, n int)
+
+//go:noescape
+func geluGradAVX2(d, a, gy *float32, n int)
+
+//go:noescape
+func siluGradAVX2(d, a, gy *float32, n int)
+
+//go:noescape
+func expSubAVX2(d, x *float32, n int, m float32) float64
+
+//go:noescape
+func sumExpSubAVX2(x *float32, n int, m float32) float64
+
+// cpuHasSIMD reports whether this CPU (and OS) can run the kernels.
+var cpuHasSIMD = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// The SIMD forms of the vector kernels of mathf_vec.go, callable only when
+// cpuHasSIMD. Inputs are sliced to len(d) first (a shorter input panics).
+
+func expVec32SIMD(d, a []float32) {
+	if len(d) > 0 {
+		a = a[:len(d)]
+		expAVX2(&d[0], &a[0], len(d))
+	}
+}
+
+func sigmoidVec32SIMD(d, a []float32) {
+	if len(d) > 0 {
+		a = a[:len(d)]
+		sigmoidAVX2(&d[0], &a[0], len(d))
+	}
+}
+
+func siluVec32SIMD(d, a []float32) {
+	if len(d) > 0 {
+		a = a[:len(d)]
+		siluAVX2(&d[0], &a[0], len(d))
+	}
+}
+
+func tanhVec32SIMD(d, a []float32) {
+	if len(d) > 0 {
+		a = a[:len(d)]
+		tanhAVX2(&d[0], &a[0], len(d))
+	}
+}
+
+func geluVec32SIMD(d, a []float32) {
+	if len(d) > 0 {
+		a = a[:len(d)]
+		geluAVX2(&d[0], &a[0], len(d))
+	}
+}
+
+func geluGradVec32SIMD(d, a, gy []float32) {
+	if len(d) > 0 {
+		a, gy = a[:len(d)], gy[:len(d)]
+		geluGradAVX2(&d[0], &a[0], &gy[0], len(d))
+	}
+}
+
+func siluGradVec32SIMD(d, a, gy []float32) {
+	if len(d) > 0 {
+		a, gy = a[:len(d)], gy[:len(d)]
+		siluGradAVX2(&d[0], &a[0], &gy[0], len(d))
+	}
+}
+
+func expSubVec32SIMD(d, x []float32, m float32) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	x = x[:len(d)]
+	return expSubAVX2(&d[0], &x[0], len(d), m)
+}
+
+func sumExpSub32SIMD(x []float32, m float32) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	return sumExpSubAVX2(&x[0], len(x), m)
+}
+
+// simdBuilt reports whether the assembly kernels are compiled in.
+const simdBuilt = true

@@ -1,0 +1,485 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// AVX2+FMA float32 kernels of mathf_amd64.go: 8 elements per ymm register.
+// Each kernel processes n elements; the last n%8 go through the same code
+// with masked loads and stores (VMASKMOVPS), so no element is read or
+// written outside [0, n) and every element gets bit-identical treatment.
+//
+// Algorithms (accuracy is tested in mathf_test.go):
+//
+// exp(x): x is clamped to [-104, 88.8] (NaN passes: VMAXPS/VMINPS return
+// their first Go operand when either is NaN); n = round(x·log2 e) with
+// VROUNDPS; r = x - n·ln2 with ln2 split in Cody and Waite's two parts (the
+// first exact in 9 bits, so n·C1 and x - n·C1 are exact); e^r = 1 + r +
+// r²·P(r) with the degree-5 P of Cephes' expf; the result is scaled by
+// 2^(n>>1)·2^(n-(n>>1)) so that results below 2^-126 round once into the
+// subnormals, e^-104 rounds to 0 and e^88.8 overflows to +Inf.
+//
+// erfc(z), z = |x|/√2 >= 0: exp(-z²)·R(|x|) with R(x) = N(x)/D(x) a
+// degree-4/5 rational fit of erfcx(x/√2) on [0, 14.45] (relative error 2e-8
+// in exact arithmetic with these float32 coefficients; N and D have
+// positive coefficients, so D has no zero for x >= 0). z² = x²/2 is carried
+// as hh + ll (hh = 0.5x·x rounded, ll = its exact rounding error by FMA) and
+// the exponential reduces -hh exactly before adding -ll, so the argument
+// error of exp does not grow with z². |x| is clamped to 14.45 where both
+// erfc and the Gaussian have underflowed to 0 in float32.
+//
+// tanh|x|: m = expm1(-2|x|) = 2^n·q + (2^n - 1) with q = e^r - 1 =
+// r + r²·P(r) is accurate near 0, e = e^-2|x| = 2^n·q + 2^n; tanh|x| is
+// -m/(2+m) for |x| < 0.75 and 1 - 2e/(2+m) above. |x| is clamped to 9.5
+// where tanh rounds to 1; the sign of x is copied onto the result.
+
+#define C8(name, v) \
+	DATA name<>+0(SB)/4, $v; \
+	DATA name<>+4(SB)/4, $v; \
+	DATA name<>+8(SB)/4, $v; \
+	DATA name<>+12(SB)/4, $v; \
+	DATA name<>+16(SB)/4, $v; \
+	DATA name<>+20(SB)/4, $v; \
+	DATA name<>+24(SB)/4, $v; \
+	DATA name<>+28(SB)/4, $v; \
+	GLOBL name<>(SB), RODATA|NOPTR, $32
+
+C8(mfAbs, 0x7fffffff)
+C8(mfSign, 0x80000000)
+C8(mfBias, 127)
+C8(mfOne, 1.0)
+C8(mfTwo, 2.0)
+C8(mfHalf, 0.5)
+C8(mfMinus2, -2.0)
+C8(mfExpLo, -104.0)
+C8(mfExpHi, 88.8)
+C8(mfLog2e, 1.44269504)
+C8(mfNegLog2e, -1.44269504)
+C8(mfLn2Hi, 0.693359375)
+C8(mfLn2Lo, -2.12194440e-4)
+C8(mfE0, 5.0000001201e-1)
+C8(mfE1, 1.6666665459e-1)
+C8(mfE2, 4.1665795894e-2)
+C8(mfE3, 8.3334519073e-3)
+C8(mfE4, 1.3981999507e-3)
+C8(mfE5, 1.9875691500e-4)
+C8(mfGeluMax, 14.45)
+C8(mfN0, 0.5)
+C8(mfN1, 0.438196003)
+C8(mfN2, 0.18316178)
+C8(mfN3, 0.0406084843)
+C8(mfN4, 0.00411263201)
+C8(mfD1, 1.67427695)
+C8(mfD2, 1.20219851)
+C8(mfD3, 0.469276965)
+C8(mfD4, 0.101796858)
+C8(mfD5, 0.0103087192)
+C8(mfInvSqrt2Pi, 0.398942280)
+C8(mfTanhMax, 9.5)
+C8(mfTanhSplit, 0.55)
+C8(mfXLo, -200.0)
+C8(mfXHi, 200.0)
+
+// mfMask: VMOVUPS from mfMask<>+4*(8-r) gives r lanes of all ones followed
+// by 8-r zero lanes.
+DATA mfMask<>+0(SB)/4, $0xffffffff
+DATA mfMask<>+4(SB)/4, $0xffffffff
+DATA mfMask<>+8(SB)/4, $0xffffffff
+DATA mfMask<>+12(SB)/4, $0xffffffff
+DATA mfMask<>+16(SB)/4, $0xffffffff
+DATA mfMask<>+20(SB)/4, $0xffffffff
+DATA mfMask<>+24(SB)/4, $0xffffffff
+DATA mfMask<>+28(SB)/4, $0xffffffff
+DATA mfMask<>+32(SB)/4, $0
+DATA mfMask<>+36(SB)/4, $0
+DATA mfMask<>+40(SB)/4, $0
+DATA mfMask<>+44(SB)/4, $0
+DATA mfMask<>+48(SB)/4, $0
+DATA mfMask<>+52(SB)/4, $0
+DATA mfMask<>+56(SB)/4, $0
+DATA mfMask<>+60(SB)/4, $0
+GLOBL mfMask<>(SB), RODATA|NOPTR, $64
+
+// TAILMASK loads into Y12 the lane mask of the CX (1..7) remaining
+// elements. Clobbers AX, R8.
+#define TAILMASK \
+	LEAQ mfMask<>(SB), AX; \
+	MOVQ $8, R8; \
+	SUBQ CX, R8; \
+	VMOVUPS (AX)(R8*4), Y12
+
+// EXPM1POLY sets pp = e^rr - 1 = rr + rr²·P(rr) for |rr| <= ln2/2.
+// Clobbers tt.
+#define EXPM1POLY(rr, pp, tt) \
+	VMOVUPS mfE5<>(SB), pp; \
+	VFMADD213PS mfE4<>(SB), rr, pp; \
+	VFMADD213PS mfE3<>(SB), rr, pp; \
+	VFMADD213PS mfE2<>(SB), rr, pp; \
+	VFMADD213PS mfE1<>(SB), rr, pp; \
+	VFMADD213PS mfE0<>(SB), rr, pp; \
+	VMULPS rr, rr, tt; \
+	VFMADD213PS rr, tt, pp
+
+// EXPSCALE multiplies pp by 2^nn (nn integral floats in [-152, 128]) in
+// two steps, 2^(nn>>1) then 2^(nn-(nn>>1)), each a normal float32.
+// Clobbers nn, tt.
+#define EXPSCALE(nn, pp, tt) \
+	VCVTPS2DQ nn, nn; \
+	VPSRAD $1, nn, tt; \
+	VPSUBD tt, nn, nn; \
+	VPADDD mfBias<>(SB), tt, tt; \
+	VPADDD mfBias<>(SB), nn, nn; \
+	VPSLLD $23, tt, tt; \
+	VPSLLD $23, nn, nn; \
+	VMULPS tt, pp, pp; \
+	VMULPS nn, pp, pp
+
+// EXPCORE sets pp = e^xx for xx already clamped to [-104, 88.8] (or NaN).
+// Clobbers xx, nn, tt.
+#define EXPCORE(xx, nn, pp, tt) \
+	VMULPS mfLog2e<>(SB), xx, nn; \
+	VROUNDPS $0, nn, nn; \
+	VFNMADD231PS mfLn2Hi<>(SB), nn, xx; \
+	VFNMADD231PS mfLn2Lo<>(SB), nn, xx; \
+	EXPM1POLY(xx, pp, tt); \
+	VADDPS mfOne<>(SB), pp, pp; \
+	EXPSCALE(nn, pp, tt)
+
+// EXPCLAMP clamps xx to [Y14, Y15] = [-104, 88.8], keeping NaN.
+#define EXPCLAMP(xx) \
+	VMAXPS xx, Y14, xx; \
+	VMINPS xx, Y15, xx
+
+// GELUCORE takes x in Y0 and sets Y1 = min(|x|, 14.45), Y2 = erfc(Y1/√2)/2
+// and Y7 = exp(-Y1²/2). Needs Y15 = abs mask, Y14 = 14.45. Clobbers Y3-Y8.
+#define GELUCORE \
+	VANDPS Y15, Y0, Y1; \
+	VMINPS Y1, Y14, Y1; \
+	VMOVUPS mfN4<>(SB), Y2; \
+	VMOVUPS mfD5<>(SB), Y3; \
+	VFMADD213PS mfN3<>(SB), Y1, Y2; \
+	VFMADD213PS mfD4<>(SB), Y1, Y3; \
+	VFMADD213PS mfN2<>(SB), Y1, Y2; \
+	VFMADD213PS mfD3<>(SB), Y1, Y3; \
+	VFMADD213PS mfN1<>(SB), Y1, Y2; \
+	VFMADD213PS mfD2<>(SB), Y1, Y3; \
+	VFMADD213PS mfN0<>(SB), Y1, Y2; \
+	VFMADD213PS mfD1<>(SB), Y1, Y3; \
+	VFMADD213PS mfOne<>(SB), Y1, Y3; \
+	VDIVPS Y3, Y2, Y2; \
+	VMULPS mfHalf<>(SB), Y1, Y4; \
+	VMULPS Y1, Y4, Y5; \
+	VFMSUB213PS Y5, Y1, Y4; \
+	VMULPS mfNegLog2e<>(SB), Y5, Y6; \
+	VROUNDPS $0, Y6, Y6; \
+	VFNMSUB231PS mfLn2Hi<>(SB), Y6, Y5; \
+	VFNMADD231PS mfLn2Lo<>(SB), Y6, Y5; \
+	VSUBPS Y4, Y5, Y5; \
+	EXPM1POLY(Y5, Y7, Y8); \
+	VADDPS mfOne<>(SB), Y7, Y7; \
+	EXPSCALE(Y6, Y7, Y8); \
+	VMULPS Y7, Y2, Y2
+
+// Kernel bodies: x in Y0 (gy in Y9 for the gradients), result in Y3.
+
+// exp(x). Needs Y14, Y15 = exp clamp bounds.
+#define EXPBODY \
+	EXPCLAMP(Y0); \
+	EXPCORE(Y0, Y1, Y3, Y2)
+
+// 1/(1+e^-x). Needs Y13 = 1, Y14, Y15 = exp clamp bounds.
+#define SIGMOIDBODY \
+	VXORPS mfSign<>(SB), Y0, Y0; \
+	EXPCLAMP(Y0); \
+	EXPCORE(Y0, Y1, Y2, Y4); \
+	VADDPS Y13, Y2, Y2; \
+	VDIVPS Y2, Y13, Y3
+
+// max(x,-200)/(1+e^-x). Needs Y11 = -200, Y13 = 1, Y14, Y15 = exp clamp
+// bounds. (For x < -104 the result is -0 either way; the clamp makes
+// x = -Inf give -0 instead of -Inf/Inf.)
+#define SILUBODY \
+	VXORPS mfSign<>(SB), Y0, Y1; \
+	EXPCLAMP(Y1); \
+	EXPCORE(Y1, Y2, Y4, Y5); \
+	VADDPS Y13, Y4, Y4; \
+	VMAXPS Y0, Y11, Y0; \
+	VDIVPS Y4, Y0, Y3
+
+// gy·s·(1 + x·(1-s)), s = 1/(1+e), e = e^-x, with 1-s = e·s for x >= 0
+// (no cancellation) and 1-s for x < 0; x clamped to [-200, 200] in the
+// product so that ±Inf give 0 and gy. Needs Y10 = 200, Y11 = -200,
+// Y13 = 1, Y14, Y15 = exp clamp bounds.
+#define SILUGRADBODY \
+	VXORPS mfSign<>(SB), Y0, Y1; \
+	EXPCLAMP(Y1); \
+	EXPCORE(Y1, Y2, Y4, Y5); \
+	VADDPS Y13, Y4, Y5; \
+	VDIVPS Y5, Y13, Y5; \
+	VMULPS Y5, Y4, Y4; \
+	VSUBPS Y5, Y13, Y6; \
+	VBLENDVPS Y0, Y6, Y4, Y4; \
+	VMAXPS Y0, Y11, Y0; \
+	VMINPS Y0, Y10, Y0; \
+	VFMADD213PS Y13, Y4, Y0; \
+	VMULPS Y5, Y0, Y0; \
+	VMULPS Y9, Y0, Y3
+
+// tanh x. With m = e^-2|x| - 1 (accurate near 0) and e = e^-2|x|:
+// -m/(2+m) for |x| < 0.75 and 1 - 2e/(2+m) above, where the quotient is
+// small and its rounding error shrinks with it. Needs Y13 = 1, Y14 = 9.5,
+// Y15 = abs mask. Uses Y9 for the branch mask.
+#define TANHBODY \
+	VANDPS Y15, Y0, Y1; \
+	VMINPS Y1, Y14, Y1; \
+	VCMPPS $0x1d, mfTanhSplit<>(SB), Y1, Y9; \
+	VMULPS mfMinus2<>(SB), Y1, Y1; \
+	VMULPS mfLog2e<>(SB), Y1, Y2; \
+	VROUNDPS $0, Y2, Y2; \
+	VFNMADD231PS mfLn2Hi<>(SB), Y2, Y1; \
+	VFNMADD231PS mfLn2Lo<>(SB), Y2, Y1; \
+	EXPM1POLY(Y1, Y4, Y5); \
+	VCVTPS2DQ Y2, Y2; \
+	VPADDD mfBias<>(SB), Y2, Y2; \
+	VPSLLD $23, Y2, Y2; \
+	VSUBPS Y13, Y2, Y5; \
+	VFMADD231PS Y4, Y2, Y5; \
+	VFMADD231PS Y4, Y2, Y2; \
+	VADDPS Y2, Y2, Y2; \
+	VADDPS mfTwo<>(SB), Y5, Y6; \
+	VXORPS mfSign<>(SB), Y5, Y5; \
+	VBLENDVPS Y9, Y2, Y5, Y5; \
+	VDIVPS Y6, Y5, Y5; \
+	VSUBPS Y5, Y13, Y6; \
+	VBLENDVPS Y9, Y6, Y5, Y5; \
+	VANDPS Y15, Y5, Y5; \
+	VANDPS mfSign<>(SB), Y0, Y0; \
+	VORPS Y0, Y5, Y3
+
+// x·Φ(x): x - |x|·c for x >= 0, -|x|·c for x < 0, c = erfc(|x|/√2)/2.
+// Needs Y14 = 14.45, Y15 = abs mask.
+#define GELUBODY \
+	GELUCORE; \
+	VMULPS Y1, Y2, Y2; \
+	VSUBPS Y2, Y0, Y3; \
+	VXORPS mfSign<>(SB), Y2, Y2; \
+	VBLENDVPS Y0, Y2, Y3, Y3
+
+// gy·(Φ(x) + x·φ(x)): with w = c - |x|·φ(x), 1 - w for x >= 0 and w for
+// x < 0. Needs Y13 = 1, Y14 = 14.45, Y15 = abs mask.
+#define GELUGRADBODY \
+	GELUCORE; \
+	VMULPS mfInvSqrt2Pi<>(SB), Y7, Y7; \
+	VMULPS Y1, Y7, Y7; \
+	VSUBPS Y7, Y2, Y2; \
+	VSUBPS Y2, Y13, Y3; \
+	VBLENDVPS Y0, Y2, Y3, Y3; \
+	VMULPS Y9, Y3, Y3
+
+// UNARY defines func name(d, a *float32, n int) around body, after setup
+// has loaded the constant registers.
+#define UNARY(name, setup, body) \
+TEXT name(SB), NOSPLIT, $0-24; \
+	MOVQ d+0(FP), DI; \
+	MOVQ a+8(FP), SI; \
+	MOVQ n+16(FP), CX; \
+	setup; \
+	MOVQ CX, BX; \
+	SHRQ $3, BX; \
+	ANDQ $7, CX; \
+	TESTQ BX, BX; \
+	JZ tail; \
+loop: \
+	VMOVUPS (SI), Y0; \
+	body; \
+	VMOVUPS Y3, (DI); \
+	ADDQ $32, SI; \
+	ADDQ $32, DI; \
+	DECQ BX; \
+	JNZ loop; \
+tail: \
+	TESTQ CX, CX; \
+	JZ done; \
+	TAILMASK; \
+	VMASKMOVPS (SI), Y12, Y0; \
+	body; \
+	VMASKMOVPS Y3, Y12, (DI); \
+done: \
+	VZEROUPPER; \
+	RET
+
+// BINARY defines func name(d, a, gy *float32, n int): gy[i] is in Y9.
+#define BINARY(name, setup, body) \
+TEXT name(SB), NOSPLIT, $0-32; \
+	MOVQ d+0(FP), DI; \
+	MOVQ a+8(FP), SI; \
+	MOVQ gy+16(FP), DX; \
+	MOVQ n+24(FP), CX; \
+	setup; \
+	MOVQ CX, BX; \
+	SHRQ $3, BX; \
+	ANDQ $7, CX; \
+	TESTQ BX, BX; \
+	JZ tail; \
+loop: \
+	VMOVUPS (SI), Y0; \
+	VMOVUPS (DX), Y9; \
+	body; \
+	VMOVUPS Y3, (DI); \
+	ADDQ $32, SI; \
+	ADDQ $32, DX; \
+	ADDQ $32, DI; \
+	DECQ BX; \
+	JNZ loop; \
+tail: \
+	TESTQ CX, CX; \
+	JZ done; \
+	TAILMASK; \
+	VMASKMOVPS (SI), Y12, Y0; \
+	VMASKMOVPS (DX), Y12, Y9; \
+	body; \
+	VMASKMOVPS Y3, Y12, (DI); \
+done: \
+	VZEROUPPER; \
+	RET
+
+#define SETUPEXP \
+	VMOVUPS mfExpLo<>(SB), Y14; \
+	VMOVUPS mfExpHi<>(SB), Y15
+
+#define SETUPSIGMOID \
+	SETUPEXP; \
+	VMOVUPS mfOne<>(SB), Y13
+
+#define SETUPSILU \
+	SETUPSIGMOID; \
+	VMOVUPS mfXLo<>(SB), Y11; \
+	VMOVUPS mfXHi<>(SB), Y10
+
+#define SETUPTANH \
+	VMOVUPS mfAbs<>(SB), Y15; \
+	VMOVUPS mfTanhMax<>(SB), Y14; \
+	VMOVUPS mfOne<>(SB), Y13
+
+#define SETUPGELU \
+	VMOVUPS mfAbs<>(SB), Y15; \
+	VMOVUPS mfGeluMax<>(SB), Y14; \
+	VMOVUPS mfOne<>(SB), Y13
+
+// func expAVX2(d, a *float32, n int)
+UNARY(·expAVX2, SETUPEXP, EXPBODY)
+
+// func sigmoidAVX2(d, a *float32, n int)
+UNARY(·sigmoidAVX2, SETUPSIGMOID, SIGMOIDBODY)
+
+// func siluAVX2(d, a *float32, n int)
+UNARY(·siluAVX2, SETUPSILU, SILUBODY)
+
+// func tanhAVX2(d, a *float32, n int)
+UNARY(·tanhAVX2, SETUPTANH, TANHBODY)
+
+// func geluAVX2(d, a *float32, n int)
+UNARY(·geluAVX2, SETUPGELU, GELUBODY)
+
+// func geluGradAVX2(d, a, gy *float32, n int)
+BINARY(·geluGradAVX2, SETUPGELU, GELUGRADBODY)
+
+// func siluGradAVX2(d, a, gy *float32, n int)
+BINARY(·siluGradAVX2, SETUPSILU, SILUGRADBODY)
+
+// EXPSUBBODY sets Y3 = exp(x - m) (m in Y11) and adds its lanes, as
+// float64, to Y9 (lanes 0-3) and Y10 (lanes 4-7). In the tail, lanes
+// outside the mask Y12 are zeroed first.
+#define EXPSUBBODY \
+	VSUBPS Y11, Y0, Y0; \
+	EXPCLAMP(Y0); \
+	EXPCORE(Y0, Y1, Y3, Y2)
+
+#define EXPSUBSUM \
+	VCVTPS2PD X3, Y4; \
+	VEXTRACTF128 $1, Y3, X5; \
+	VCVTPS2PD X5, Y5; \
+	VADDPD Y4, Y9, Y9; \
+	VADDPD Y5, Y10, Y10
+
+// EXPSUMRET stores Y9+Y10 summed over lanes at ret.
+#define EXPSUMRET(dst) \
+	VADDPD Y10, Y9, Y9; \
+	VEXTRACTF128 $1, Y9, X10; \
+	VADDPD X10, X9, X9; \
+	VHADDPD X9, X9, X9; \
+	MOVSD X9, dst
+
+// func expSubAVX2(d, x *float32, n int, m float32) float64
+TEXT ·expSubAVX2(SB), NOSPLIT, $0-40
+	MOVQ d+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS m+24(FP), Y11
+	SETUPEXP
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	MOVQ CX, BX
+	SHRQ $3, BX
+	ANDQ $7, CX
+	TESTQ BX, BX
+	JZ tail
+
+loop:
+	VMOVUPS (SI), Y0
+	EXPSUBBODY
+	VMOVUPS Y3, (DI)
+	EXPSUBSUM
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ BX
+	JNZ loop
+
+tail:
+	TESTQ CX, CX
+	JZ done
+	TAILMASK
+	VMASKMOVPS (SI), Y12, Y0
+	EXPSUBBODY
+	VANDPS Y12, Y3, Y3
+	VMASKMOVPS Y3, Y12, (DI)
+	EXPSUBSUM
+
+done:
+	EXPSUMRET(ret+32(FP))
+	VZEROUPPER
+	RET
+
+// func sumExpSubAVX2(x *float32, n int, m float32) float64
+TEXT ·sumExpSubAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS m+16(FP), Y11
+	SETUPEXP
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	MOVQ CX, BX
+	SHRQ $3, BX
+	ANDQ $7, CX
+	TESTQ BX, BX
+	JZ tail
+
+loop:
+	VMOVUPS (SI), Y0
+	EXPSUBBODY
+	EXPSUBSUM
+	ADDQ $32, SI
+	DECQ BX
+	JNZ loop
+
+tail:
+	TESTQ CX, CX
+	JZ done
+	TAILMASK
+	VMASKMOVPS (SI), Y12, Y0
+	EXPSUBBODY
+	VANDPS Y12, Y3, Y3
+	EXPSUBSUM
+
+done:
+	EXPSUMRET(ret+24(FP))
+	VZEROUPPER
+	RET

@@ -1,0 +1,24 @@
+//go:build !amd64 || noasm
+
+package tensor
+
+// Without the assembly kernels only the Go code of mathf_vec.go runs; the
+// SIMD entry points exist so that the dispatchers compile, and panic.
+
+// cpuHasSIMD reports whether the SIMD kernels can run: never in this build.
+const cpuHasSIMD = false
+
+const errNoSIMD = "tensor: SIMD math kernels are not built (noasm or not amd64)"
+
+func expVec32SIMD(d, a []float32)                       { panic(errNoSIMD) }
+func sigmoidVec32SIMD(d, a []float32)                   { panic(errNoSIMD) }
+func siluVec32SIMD(d, a []float32)                      { panic(errNoSIMD) }
+func tanhVec32SIMD(d, a []float32)                      { panic(errNoSIMD) }
+func geluVec32SIMD(d, a []float32)                      { panic(errNoSIMD) }
+func geluGradVec32SIMD(d, a, gy []float32)              { panic(errNoSIMD) }
+func siluGradVec32SIMD(d, a, gy []float32)              { panic(errNoSIMD) }
+func expSubVec32SIMD(d, x []float32, m float32) float64 { panic(errNoSIMD) }
+func sumExpSub32SIMD(x []float32, m float32) float64    { panic(errNoSIMD) }
+
+// simdBuilt reports whether the assembly kernels are compiled in.
+const simdBuilt = false
