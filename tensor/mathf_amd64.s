@@ -28,7 +28,7 @@
 //
 // tanh|x|: m = expm1(-2|x|) = 2^n·q + (2^n - 1) with q = e^r - 1 =
 // r + r²·P(r) is accurate near 0, e = e^-2|x| = 2^n·q + 2^n; tanh|x| is
-// -m/(2+m) for |x| < 0.75 and 1 - 2e/(2+m) above. |x| is clamped to 9.5
+// -m/(2+m) for |x| < 0.6 and 1 - 2e/(2+m) above. |x| is clamped to 9.5
 // where tanh rounds to 1; the sign of x is copied onto the result.
 
 #define C8(name, v) \
@@ -74,7 +74,7 @@ C8(mfD4, 0.101796858)
 C8(mfD5, 0.0103087192)
 C8(mfInvSqrt2Pi, 0.398942280)
 C8(mfTanhMax, 9.5)
-C8(mfTanhSplit, 0.55)
+C8(mfTanhSplit, 0.6)
 C8(mfXLo, -200.0)
 C8(mfXHi, 200.0)
 
@@ -224,7 +224,7 @@ GLOBL mfMask<>(SB), RODATA|NOPTR, $64
 	VMULPS Y9, Y0, Y3
 
 // tanh x. With m = e^-2|x| - 1 (accurate near 0) and e = e^-2|x|:
-// -m/(2+m) for |x| < 0.75 and 1 - 2e/(2+m) above, where the quotient is
+// -m/(2+m) for |x| < 0.6 and 1 - 2e/(2+m) above, where the quotient is
 // small and its rounding error shrinks with it. Needs Y13 = 1, Y14 = 9.5,
 // Y15 = abs mask. Uses Y9 for the branch mask.
 #define TANHBODY \
@@ -274,14 +274,10 @@ GLOBL mfMask<>(SB), RODATA|NOPTR, $64
 	VBLENDVPS Y0, Y2, Y3, Y3; \
 	VMULPS Y9, Y3, Y3
 
-// UNARY defines func name(d, a *float32, n int) around body, after setup
-// has loaded the constant registers.
-#define UNARY(name, setup, body) \
-TEXT name(SB), NOSPLIT, $0-24; \
-	MOVQ d+0(FP), DI; \
-	MOVQ a+8(FP), SI; \
-	MOVQ n+16(FP), CX; \
-	setup; \
+// UNARYLOOP runs body over the CX elements at SI, storing to DI, after
+// the caller has loaded the arguments and the constant registers, and
+// returns.
+#define UNARYLOOP(body) \
 	MOVQ CX, BX; \
 	SHRQ $3, BX; \
 	ANDQ $7, CX; \
@@ -306,14 +302,8 @@ done: \
 	VZEROUPPER; \
 	RET
 
-// BINARY defines func name(d, a, gy *float32, n int): gy[i] is in Y9.
-#define BINARY(name, setup, body) \
-TEXT name(SB), NOSPLIT, $0-32; \
-	MOVQ d+0(FP), DI; \
-	MOVQ a+8(FP), SI; \
-	MOVQ gy+16(FP), DX; \
-	MOVQ n+24(FP), CX; \
-	setup; \
+// BINARYLOOP is UNARYLOOP with a second input at DX, loaded into Y9.
+#define BINARYLOOP(body) \
 	MOVQ CX, BX; \
 	SHRQ $3, BX; \
 	ANDQ $7, CX; \
@@ -365,25 +355,62 @@ done: \
 	VMOVUPS mfOne<>(SB), Y13
 
 // func expAVX2(d, a *float32, n int)
-UNARY(·expAVX2, SETUPEXP, EXPBODY)
+TEXT ·expAVX2(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	SETUPEXP
+	UNARYLOOP(EXPBODY)
 
 // func sigmoidAVX2(d, a *float32, n int)
-UNARY(·sigmoidAVX2, SETUPSIGMOID, SIGMOIDBODY)
+TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	SETUPSIGMOID
+	UNARYLOOP(SIGMOIDBODY)
 
 // func siluAVX2(d, a *float32, n int)
-UNARY(·siluAVX2, SETUPSILU, SILUBODY)
+TEXT ·siluAVX2(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	SETUPSILU
+	UNARYLOOP(SILUBODY)
 
 // func tanhAVX2(d, a *float32, n int)
-UNARY(·tanhAVX2, SETUPTANH, TANHBODY)
+TEXT ·tanhAVX2(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	SETUPTANH
+	UNARYLOOP(TANHBODY)
 
 // func geluAVX2(d, a *float32, n int)
-UNARY(·geluAVX2, SETUPGELU, GELUBODY)
+TEXT ·geluAVX2(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	SETUPGELU
+	UNARYLOOP(GELUBODY)
 
 // func geluGradAVX2(d, a, gy *float32, n int)
-BINARY(·geluGradAVX2, SETUPGELU, GELUGRADBODY)
+TEXT ·geluGradAVX2(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ gy+16(FP), DX
+	MOVQ n+24(FP), CX
+	SETUPGELU
+	BINARYLOOP(GELUGRADBODY)
 
 // func siluGradAVX2(d, a, gy *float32, n int)
-BINARY(·siluGradAVX2, SETUPSILU, SILUGRADBODY)
+TEXT ·siluGradAVX2(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ gy+16(FP), DX
+	MOVQ n+24(FP), CX
+	SETUPSILU
+	BINARYLOOP(SILUGRADBODY)
 
 // EXPSUBBODY sets Y3 = exp(x - m) (m in Y11) and adds its lanes, as
 // float64, to Y9 (lanes 0-3) and Y10 (lanes 4-7). In the tail, lanes

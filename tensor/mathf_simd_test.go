@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"testing"
@@ -115,7 +116,7 @@ func TestVecKernelAccuracy(t *testing.T) {
 	// Each bound is on errScaled; GELU's and GELUGrad's are absolute where
 	// |value| <= 1. tanh/sigmoid/SiLU: about 2 float32 ulps of 1.
 	tol := map[string]float64{
-		"gelu": 3e-7, "geluGrad": 5e-7, "sigmoid": 1.5e-7, "silu": 2.5e-7, "siluGrad": 3e-7, "tanh": 1.5e-7,
+		"gelu": 3e-7, "geluGrad": 5e-7, "sigmoid": 1.5e-7, "silu": 2.5e-7, "siluGrad": 3e-7, "tanh": 1e-7,
 	}
 	dense := grid(-20, 20, 1<<20)
 	dense = append(dense, logGrid(-3, 9, 4000)...)
@@ -306,7 +307,7 @@ func TestVecTails(t *testing.T) {
 	}
 	impls := vecImpls(t)
 	for _, im := range impls {
-		names := append(slices.Sorted(mapsKeys(im.unary)), slices.Sorted(mapsKeys(im.binary))...)
+		names := append(slices.Sorted(maps.Keys(im.unary)), slices.Sorted(maps.Keys(im.binary))...)
 		for _, name := range names {
 			// Reference: one call over the whole of src.
 			full := make([]float32, len(src))
@@ -344,7 +345,7 @@ func TestVecTails(t *testing.T) {
 		}
 	}
 	if len(impls) == 2 {
-		for name := range impls[0].unary {
+		for _, name := range []string{"exp", "expSub", "sigmoid", "silu", "tanh", "gelu", "geluGrad", "siluGrad"} {
 			a, b := make([]float32, len(src)), make([]float32, len(src))
 			impls[0].call(name, a, src, gsrc)
 			impls[1].call(name, b, src, gsrc)
@@ -363,16 +364,6 @@ func (im *vecImpl) call(name string, d, a, gy []float32) {
 		return
 	}
 	im.binary[name](d, a, gy)
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // TestVecExpSub checks e^(x-m) and its float64 sum (softmax's inner loop),

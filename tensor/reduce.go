@@ -1,5 +1,7 @@
 package tensor
 
+import "math"
+
 // reducedDst validates or allocates the destination of a reduction of a
 // along axis.
 func reducedDst(name string, be Backend, dst, a *Tensor, axis int, keepdim bool) *Tensor {
@@ -49,9 +51,23 @@ func reduceOp(name string, op ReduceOp, dst, a *Tensor, axis int, keepdim bool) 
 	be := pickBackend(name, dst, a)
 	axis = a.axis(name, axis)
 	dst = reducedDst(name, be, dst, a, axis, keepdim)
-	if dst.Size() > 0 {
-		be.Reduce(op, dst, a, axis)
+	if dst.Size() == 0 {
+		return dst
 	}
+	if a.shape[axis] == 0 {
+		// An empty axis reduces to the operation's identity, as numpy:
+		// sum 0, mean NaN, max and log-sum-exp -Inf.
+		switch op {
+		case ReduceSum:
+			be.Fill(dst, 0)
+		case ReduceMean:
+			be.Fill(dst, math.NaN())
+		default:
+			be.Fill(dst, math.Inf(-1))
+		}
+		return dst
+	}
+	be.Reduce(op, dst, a, axis)
 	return dst
 }
 
