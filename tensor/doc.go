@@ -58,9 +58,13 @@
 // gathered in blocks. Tensors above about 32K elements are split over a
 // package-level pool of GOMAXPROCS goroutines (no goroutine per call).
 // Chunk boundaries depend only on tensor sizes, so reductions give the same
-// bits on every machine. Float32 matrix products run on the assembly
-// micro-kernels of internal/gemm (see GEMMKernel); float32 exp, tanh,
-// sigmoid and erf use fast approximations accurate to float32 resolution.
+// bits whatever the number of cores. Float32 matrix products run on the
+// assembly micro-kernels of internal/gemm (see GEMMKernel; LGFLOW_GEMM=go
+// forces the portable kernel). Float32 exp, tanh, sigmoid, SiLU and GELU
+// use AVX2+FMA assembly where the CPU has it (LGFLOW_MATHF=go forces the
+// portable Go kernels) and portable approximations elsewhere, both accurate
+// to about 1e-7; the two paths may differ in the last bit, so results are
+// bit-identical across machines only when they use the same kernels.
 // Float32 sums accumulate in float64.
 //
 // # Backends

@@ -10,7 +10,22 @@ package tensor
 // LGFLOW_MATHF=go (read once at start-up) asks for the Go code. Both are
 // accurate to about float32 resolution, but their results may differ in
 // the last bits. The scalar reference versions are in mathf.go and the
-// accuracy tests in mathf_test.go and mathf_simd_test.go.
+// accuracy tests in mathf_test.go and mathf_simd_test.go, which measure
+// these worst errors, |got-f|/max(1,|f|) against float64 references:
+//
+//	kernel         Go      AVX2
+//	exp (rel.)     6.0e-8  8.3e-8   on [-87, 88]
+//	GELU           6.9e-8  8.6e-8
+//	GELUGrad       7.1e-8  1.1e-7
+//	sigmoid        3.1e-8  8.9e-8
+//	SiLU           6.0e-8  1.2e-7
+//	SiLUGrad       6.0e-8  2.0e-7
+//	tanh           3.1e-8  8.5e-8
+//	erfc (rel.)    1.6e-7  3.9e-7   through GELU at x < 0
+//
+// In both, NaN propagates, ±Inf give the limits (GELU(-Inf) = 0,
+// GELUGrad(+Inf) = gy, ...), and no finite input gives NaN or ±Inf except
+// where the value overflows (exp above 88.72).
 
 import (
 	"math"
@@ -31,7 +46,8 @@ func expVec32(d, a []float32) {
 }
 
 // expSubVec32 sets d[i] = e^(x[i]-m) and returns Σ d[i] in float64. d may
-// be x; m >= max x.
+// be x; m >= max x. The Go code subtracts in float64, the SIMD code in
+// float32 (x-m is then rounded like x itself).
 func expSubVec32(d, x []float32, m float32) float64 {
 	if useSIMD {
 		return expSubVec32SIMD(d, x, m)

@@ -96,7 +96,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 	sched := optim.WarmupCosine{Peak: tc.LR, Min: tc.MinLR, Warmup: tc.Warmup, DecaySteps: tc.Steps}
 	meta := map[string]string{trainer.MetaKind: "lgflow.vae", trainer.MetaConfig: trainer.MarshalMeta(cfg), "train": trainer.MarshalMeta(tc)}
 
-	step, best := 0, -1.0
+	step, best, bestEdge := 0, -1.0, -1.0
 	statePath, modelPath := "", ""
 	if opts.Dir != "" {
 		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
@@ -115,6 +115,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 				}
 				step = st.Step
 				fmt.Sscan(st.Meta["best_val_sample"], &best)
+				fmt.Sscan(st.Meta["best_val_edge"], &bestEdge)
 			}
 		}
 	}
@@ -123,6 +124,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			return nil
 		}
 		meta["best_val_sample"] = fmt.Sprint(best)
+		meta["best_val_edge"] = fmt.Sprint(bestEdge)
 		return trainer.SaveState(statePath, m, opt, step, meta, nil)
 	}
 	logEvery := opts.LogEvery
@@ -161,10 +163,12 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 				return m, errors.Join(err, save())
 			}
 			lastVal, validated = &acc, true
-			if acc.Sample() > best || (best < 0) {
-				best = acc.Sample()
+			// Best by sample accuracy, ties (such as 0 early on) broken by
+			// edge accuracy.
+			if acc.Sample() > best || acc.Sample() == best && acc.Edge() > bestEdge || best < 0 {
+				best, bestEdge = acc.Sample(), acc.Edge()
 				if modelPath != "" {
-					if err := m.Save(modelPath, map[string]string{"val_sample_acc": fmt.Sprint(best), "step": fmt.Sprint(step)}); err != nil {
+					if err := m.Save(modelPath, map[string]string{"val_sample_acc": fmt.Sprint(best), "val_edge_acc": fmt.Sprint(bestEdge), "step": fmt.Sprint(step)}); err != nil {
 						return m, err
 					}
 				}

@@ -85,7 +85,7 @@ func runMol(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	rep, err := moses.Evaluate(ctx, smiles, opt)
+	rep, err := moses.EvaluateParsed(ctx, p, opt)
 	if err != nil {
 		return err
 	}

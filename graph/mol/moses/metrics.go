@@ -189,34 +189,42 @@ func Fingerprints(ctx context.Context, mols []*mol.Mol, progress Progress) ([]mo
 
 // SNN returns the mean over gen of the highest Tanimoto similarity to any
 // fingerprint of ref (MOSES SNNMetric: average_agg_tanimoto with max).
-// All fingerprints must have the same length. NaN if either set is empty.
+// All fingerprints must have the same length; it panics otherwise. NaN if
+// either set is empty.
+//
+// The reference set is packed into one array sorted by bit count, and a
+// reference fingerprint is skipped when the bound min(|a|,|b|)/max(|a|,|b|)
+// on their Tanimoto similarity cannot beat the best found so far.
 func SNN(ctx context.Context, gen, ref []mol.Fingerprint, progress Progress) (float64, error) {
 	if len(gen) == 0 || len(ref) == 0 {
 		return math.NaN(), nil
 	}
-	best := make([]float64, len(gen))
-	// popcounts of ref once
-	refCnt := make([]int, len(ref))
-	for j, r := range ref {
-		refCnt[j] = r.Count()
+	w := len(ref[0])
+	type rfp struct {
+		cnt int
+		idx int
 	}
+	order := make([]rfp, len(ref))
+	for j, r := range ref {
+		if len(r) != w {
+			panic("moses: SNN: fingerprints of different lengths")
+		}
+		order[j] = rfp{r.Count(), j}
+	}
+	sort.Slice(order, func(a, b int) bool { return order[a].cnt < order[b].cnt })
+	flat := make([]uint64, len(ref)*w)
+	cnts := make([]int, len(ref))
+	for k, o := range order {
+		copy(flat[k*w:(k+1)*w], ref[o.idx])
+		cnts[k] = o.cnt
+	}
+	best := make([]float64, len(gen))
 	err := parallel(ctx, len(gen), progress, func(i int) {
 		g := gen[i]
-		gc := g.Count()
-		b := 0.0
-		for j, r := range ref {
-			and := 0
-			for k := range g {
-				and += popcount(g[k] & r[k])
-			}
-			den := gc + refCnt[j] - and
-			if den > 0 {
-				if t := float64(and) / float64(den); t > b {
-					b = t
-				}
-			}
+		if len(g) != w {
+			panic("moses: SNN: fingerprints of different lengths")
 		}
-		best[i] = b
+		best[i] = maxTanimoto(g, g.Count(), flat, cnts, w)
 	})
 	if err != nil {
 		return 0, err
@@ -226,6 +234,64 @@ func SNN(ctx context.Context, gen, ref []mol.Fingerprint, progress Progress) (fl
 		s += b
 	}
 	return s / float64(len(gen)), nil
+}
+
+// maxTanimoto returns the highest Tanimoto similarity between g (with gc
+// bits set) and the packed reference fingerprints, sorted by bit count
+// cnts. Only references whose count c satisfies min(c,gc)/max(c,gc) > best
+// can improve on the best so far, so the scan starts at gc's count and
+// walks outwards, stopping each way when that bound fails.
+func maxTanimoto(g mol.Fingerprint, gc int, flat []uint64, cnts []int, w int) float64 {
+	n := len(cnts)
+	start := sort.SearchInts(cnts, gc)
+	best := 0.0
+	up, down := start, start-1
+	for up < n || down >= 0 {
+		if up < n {
+			c := cnts[up]
+			if c > 0 && float64(gc) <= best*float64(c) { // bound gc/c <= best
+				up = n
+			} else {
+				if t := tanimotoPacked(g, gc, flat[up*w:(up+1)*w:(up+1)*w], c); t > best {
+					best = t
+				}
+				up++
+			}
+		}
+		if down >= 0 {
+			c := cnts[down]
+			if gc > 0 && float64(c) <= best*float64(gc) { // bound c/gc <= best
+				down = -1
+			} else {
+				if t := tanimotoPacked(g, gc, flat[down*w:(down+1)*w:(down+1)*w], c); t > best {
+					best = t
+				}
+				down--
+			}
+		}
+	}
+	return best
+}
+
+// tanimotoPacked returns the Tanimoto similarity of g and r given their
+// bit counts.
+func tanimotoPacked(g mol.Fingerprint, gc int, r []uint64, rc int) float64 {
+	and := 0
+	if len(r) == 16 && len(g) == 16 {
+		and = popcount(g[0]&r[0]) + popcount(g[1]&r[1]) + popcount(g[2]&r[2]) + popcount(g[3]&r[3]) +
+			popcount(g[4]&r[4]) + popcount(g[5]&r[5]) + popcount(g[6]&r[6]) + popcount(g[7]&r[7]) +
+			popcount(g[8]&r[8]) + popcount(g[9]&r[9]) + popcount(g[10]&r[10]) + popcount(g[11]&r[11]) +
+			popcount(g[12]&r[12]) + popcount(g[13]&r[13]) + popcount(g[14]&r[14]) + popcount(g[15]&r[15])
+	} else {
+		for x := range r {
+			and += popcount(g[x] & r[x])
+		}
+	}
+	den := gc + rc - and
+	if den == 0 {
+		return 0
+	}
+	return float64(and) / float64(den)
 }
 
 // Scaffolds counts the Bemis–Murcko scaffolds (canonical SMILES) of mols
@@ -313,18 +379,29 @@ type Report struct {
 // Evaluate computes the MOSES metrics of gen, following get_all_metrics:
 // validity on all entries, the rest on the valid ones.
 func Evaluate(ctx context.Context, gen []string, opt Options) (*Report, error) {
+	var prog Progress
+	if opt.Progress != nil {
+		prog = func(d, t int) { opt.Progress("parse", d, t) }
+	}
+	p, err := Parse(ctx, gen, prog)
+	if err != nil {
+		return nil, err
+	}
+	return EvaluateParsed(ctx, p, opt)
+}
+
+// EvaluateParsed is Evaluate for a generated set already parsed with
+// Parse.
+func EvaluateParsed(ctx context.Context, p *Parsed, opt Options) (*Report, error) {
 	stage := func(name string) Progress {
 		if opt.Progress == nil {
 			return nil
 		}
 		return func(d, t int) { opt.Progress(name, d, t) }
 	}
-	p, err := Parse(ctx, gen, stage("parse"))
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	mols, canon := p.Valid()
-	r := &Report{N: len(gen), NValid: len(mols), Valid: p.Validity(), Unique: map[int]float64{},
+	r := &Report{N: len(p.SMILES), NValid: len(mols), Valid: p.Validity(), Unique: map[int]float64{},
 		Novelty: math.NaN(), Filters: math.NaN(), SNN: math.NaN(), Scaf: math.NaN()}
 	ks := opt.UniqueK
 	if len(ks) == 0 {
