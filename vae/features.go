@@ -38,6 +38,9 @@ func Featurize(g *graph.Graph, c Config, solver *spectral.Solver) (*Features, er
 	if g.Directed() != c.Directed {
 		return nil, fmt.Errorf("vae: graph directed=%v but model directed=%v", g.Directed(), c.Directed)
 	}
+	if err := checkLabels(g, c); err != nil {
+		return nil, err
+	}
 	opt := spectral.Options{Laplacian: spectral.Combinatorial}
 	if c.Directed {
 		opt = spectral.Options{Laplacian: spectral.Magnetic, Q: c.Q, FixedQ: true}
@@ -125,4 +128,24 @@ func (d *Dataset) Subset(idx []int) *Dataset {
 		s.Graphs[i], s.Features[i] = d.Graphs[j], d.Features[j]
 	}
 	return s
+}
+
+// checkLabels reports node or edge labels the model cannot represent.
+func checkLabels(g *graph.Graph, c Config) error {
+	if g.NodeLabels != nil {
+		if len(g.NodeLabels) != g.N() {
+			return fmt.Errorf("vae: %d node labels for %d nodes", len(g.NodeLabels), g.N())
+		}
+		for i, l := range g.NodeLabels {
+			if l < 0 || (c.NodeClasses > 0 && l >= c.NodeClasses) || (c.NodeClasses == 0 && l != 0) {
+				return fmt.Errorf("vae: node %d has label %d; the model has %d node classes", i, l, c.NodeClasses)
+			}
+		}
+	}
+	for _, e := range g.Edges() {
+		if e.Label < 0 || e.Label >= c.EdgeClasses {
+			return fmt.Errorf("vae: edge %d-%d has label %d; the model has %d edge classes", e.From, e.To, e.Label, c.EdgeClasses)
+		}
+	}
+	return nil
 }

@@ -140,3 +140,24 @@ func TestTrainTinyExact(t *testing.T) {
 		}
 	}
 }
+
+// TestBadLabels checks that labels outside the model's classes are an
+// error, not a panic deep in an embedding lookup.
+func TestBadLabels(t *testing.T) {
+	c := tinyConfig(false)
+	c.NodeClasses = 2
+	g := graph.New(3)
+	g.MustAddEdge(0, 1)
+	g.NodeLabels = []int{0, 1, 2}
+	if _, err := Featurize(g, c, nil); err == nil {
+		t.Fatal("node label 2 with 2 classes accepted")
+	}
+	g.NodeLabels = []int{0, 1, 1}
+	g.AddLabeledEdge(1, 2, 1)
+	if _, err := Featurize(g, c, nil); err == nil {
+		t.Fatal("edge label 1 with 1 edge class accepted")
+	}
+	if _, err := Featurize(graph.NewDirected(3), c, nil); err == nil {
+		t.Fatal("directed graph accepted by an undirected model")
+	}
+}

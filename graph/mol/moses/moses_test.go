@@ -3,6 +3,7 @@ package moses
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -172,4 +173,11 @@ func TestEvaluate(t *testing.T) {
 	if !math.IsNaN(r.Scaf) {
 		t.Errorf("Scaf %v, want NaN", r.Scaf)
 	}
+}
+
+func ExampleUniqueAt() {
+	p, _ := Parse(context.Background(), []string{"CCO", "OCC", "c1ccccc1", "C1CC"}, nil)
+	_, canon := p.Valid()
+	fmt.Printf("valid %.2f unique %.2f\n", p.Validity(), UniqueAt(canon, 0))
+	// Output: valid 0.75 unique 0.67
 }
