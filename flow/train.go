@@ -329,7 +329,8 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 				return m, errors.Join(err, save())
 			}
 			score, validated = opts.Score(gs), true
-			if score > best {
+			// Ties go to the later (longer-trained) model.
+			if score >= best {
 				best = score
 				if modelPath != "" {
 					if err := s.Save(modelPath, map[string]string{"val_score": fmt.Sprint(score), "step": fmt.Sprint(step)}); err != nil {
