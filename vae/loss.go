@@ -91,8 +91,12 @@ type Accuracy struct {
 	// NodeCorrect and Nodes count correctly classified node labels.
 	NodeCorrect, Nodes int
 	// GraphsExact and Graphs count graphs reconstructed exactly: every
-	// ordered pair and every node label right.
+	// ordered pair and every node label right (the paper's sample accuracy).
 	GraphsExact, Graphs int
+	// GraphsDecoded counts graphs whose decoded graph (for undirected
+	// models the OR of the (i, j) and (j, i) decisions, as sampling returns
+	// it) equals the input graph, labels included.
+	GraphsDecoded int
 }
 
 // Add accumulates o into a.
@@ -103,6 +107,7 @@ func (a *Accuracy) Add(o Accuracy) {
 	a.Nodes += o.Nodes
 	a.GraphsExact += o.GraphsExact
 	a.Graphs += o.Graphs
+	a.GraphsDecoded += o.GraphsDecoded
 }
 
 // Edge returns the edge accuracy (1 when there are no pairs).
@@ -113,6 +118,36 @@ func (a Accuracy) Node() float64 { return ratio(a.NodeCorrect, a.Nodes) }
 
 // Sample returns the fraction of graphs reconstructed exactly.
 func (a Accuracy) Sample() float64 { return ratio(a.GraphsExact, a.Graphs) }
+
+// Decoded returns the fraction of graphs whose decoded graph equals the input.
+func (a Accuracy) Decoded() float64 { return ratio(a.GraphsDecoded, a.Graphs) }
+
+// sameGraph reports whether g and h have the same nodes, edges and labels.
+func sameGraph(g, h *graph.Graph) bool {
+	if g.N() != h.N() || g.M() != h.M() || g.Directed() != h.Directed() {
+		return false
+	}
+	for _, e := range g.Edges() {
+		if !h.HasEdge(e.From, e.To) || h.EdgeLabel(e.From, e.To) != e.Label {
+			return false
+		}
+	}
+	if g.NodeLabels != nil || h.NodeLabels != nil {
+		for i := range g.N() {
+			var a, b int
+			if g.NodeLabels != nil {
+				a = g.NodeLabels[i]
+			}
+			if h.NodeLabels != nil {
+				b = h.NodeLabels[i]
+			}
+			if a != b {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 func ratio(a, b int) float64 {
 	if b == 0 {

@@ -212,7 +212,13 @@ func Reconstruct(ctx context.Context, m *Model, d *Dataset, batch int) (Accuracy
 		tp := autograd.NoGrad()
 		mu, _ := m.Encode(tp, b, d.Features[lo:hi], nil)
 		dec := m.DecodeDense(tp, Pad(tp, mu, b), sizes(b))
-		acc.Add(accuracy(dec, b))
+		a := accuracy(dec, b)
+		for i, g := range m.graphs(dec) {
+			if sameGraph(g, b.Graphs[i]) {
+				a.GraphsDecoded++
+			}
+		}
+		acc.Add(a)
 		tp.Release()
 	}
 	return acc, nil

@@ -122,7 +122,7 @@ func TestTrainTinyExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if acc.Sample() != 1 {
+	if acc.Sample() != 1 || acc.Decoded() != 1 {
 		t.Fatalf("sample accuracy %.3f (edge %.4f) after training, want 1", acc.Sample(), acc.Edge())
 	}
 	_ = m

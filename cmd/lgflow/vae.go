@@ -150,7 +150,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 			line := fmt.Sprintf("step %6d/%d  loss %.4f (edge %.4f node %.4f kl %.1f)  lr %.2e  %.2f steps/s  elapsed %s  eta %s",
 				pr.Step, pr.Steps, pr.Loss, pr.Edge, pr.Node, pr.KL, pr.LR, pr.StepsPerSecond, pr.Elapsed.Round(time.Second), pr.ETA.Round(time.Second))
 			if pr.Val != nil {
-				line += fmt.Sprintf("  val edge %.4f sample %.4f (best %.4f)", pr.Val.Edge(), pr.Val.Sample(), pr.BestSample)
+				line += fmt.Sprintf("  val edge %.4f sample %.4f decoded %.4f (best %.4f)", pr.Val.Edge(), pr.Val.Sample(), pr.Val.Decoded(), pr.BestSample)
 			}
 			fmt.Fprintln(stdout, line)
 		}})
@@ -188,10 +188,11 @@ func runRecon(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"edge_acc": acc.Edge(), "node_acc": acc.Node(), "sample_acc": acc.Sample(), "graphs": acc.Graphs})
+		return json.NewEncoder(stdout).Encode(map[string]any{"edge_acc": acc.Edge(), "node_acc": acc.Node(), "sample_acc": acc.Sample(),
+			"decoded_acc": acc.Decoded(), "graphs": acc.Graphs})
 	}
-	fmt.Fprintf(stdout, "%s %s (%d graphs): edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f\n",
-		*name, *split, acc.Graphs, acc.Edge(), acc.Node(), acc.Sample())
+	fmt.Fprintf(stdout, "%s %s (%d graphs): edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f (decoded graph exact: %.4f)\n",
+		*name, *split, acc.Graphs, acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded())
 	return nil
 }
 

@@ -1,0 +1,481 @@
+// Command moses is lgflow's end-to-end example on MOSES molecules: it
+// trains (or loads) an LG-VAE and an LG-Flow model on the "moses" dataset,
+// samples molecules, decodes them to SMILES and prints the MOSES metrics
+// beside the paper's.
+//
+//	go run ./examples/moses                                  # 10 + 10 minutes of training, 1000 samples
+//	go run ./examples/moses -vae-time 1h -flow-time 3h       # longer training
+//	go run ./examples/moses -vae pretrained/moses/vae.safetensors -flow pretrained/moses/flow.safetensors
+//
+// Without -train it uses pretrained/moses/{vae,flow}.safetensors when both
+// exist; otherwise it trains the cpu presets for -vae-time and -flow-time.
+// Training resumes from the state files in -out.
+//
+// The full MOSES training file (1.6 M molecules) is not in the shared data:
+// the dataset then trains on test.csv.gz (176,074 molecules, minus 1,000
+// held out for validation) and evaluates against test_scaffolds.csv.gz;
+// the output says so. FCD needs the ChemNet weights, which are not
+// available, so it is not computed.
+//
+// It writes into -out (default out/moses): report.json and samples.smi
+// (one line per sample: canonical SMILES, or "None" if it did not decode
+// to a valid molecule).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"lgflow/flow"
+	"lgflow/graph"
+	"lgflow/graph/datasets"
+	"lgflow/graph/mol"
+	"lgflow/graph/mol/moses"
+	"lgflow/vae"
+)
+
+// options are the command-line flags.
+type options struct {
+	out, data, vaePath, flowPath string
+	n, steps, batch              int
+	seed                         uint64
+	train                        bool
+	vaeTime, flowTime            time.Duration
+	vaeSteps, flowSteps          int
+	maxTrain, refN               int
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "out/moses", "output directory")
+	flag.StringVar(&o.data, "data", "", "data directory holding moses/ (default: $LGFLOW_DATA, else ../shared/data beside go.mod)")
+	flag.StringVar(&o.vaePath, "vae", "", "LG-VAE checkpoint to use instead of training one")
+	flag.StringVar(&o.flowPath, "flow", "", "LG-Flow checkpoint to use instead of training one (needs -vae)")
+	flag.IntVar(&o.n, "n", 1000, "molecules to sample")
+	flag.IntVar(&o.steps, "steps", 100, "sampler steps")
+	flag.IntVar(&o.batch, "batch", 256, "sampling batch size")
+	flag.Uint64Var(&o.seed, "seed", 0, "sampling seed")
+	flag.BoolVar(&o.train, "train", false, "train even when pretrained/moses holds models")
+	flag.DurationVar(&o.vaeTime, "vae-time", 10*time.Minute, "stop LG-VAE training after this long (0: run the preset's steps)")
+	flag.DurationVar(&o.flowTime, "flow-time", 10*time.Minute, "stop LG-Flow training after this long (0: run the preset's steps)")
+	flag.IntVar(&o.vaeSteps, "vae-steps", 0, "override the LG-VAE preset's steps (sets the learning-rate schedule's length)")
+	flag.IntVar(&o.flowSteps, "flow-steps", 0, "override the LG-Flow preset's steps")
+	flag.IntVar(&o.maxTrain, "max-train", 0, "train the models on the first N training molecules only (0: all); novelty is always measured against the whole training split")
+	flag.IntVar(&o.refN, "ref-n", 0, "use the first N test_scaffolds molecules as SNN / scaffold reference (0: all 176,225)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, o, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "moses:", err)
+		os.Exit(1)
+	}
+}
+
+// Report is what report.json holds. Rates are fractions in [0, 1];
+// metrics that were not computed are null.
+type Report struct {
+	Dataset string `json:"dataset"`
+	// TrainingSet says which file the models were trained on.
+	TrainingSet string `json:"training_set"`
+	NTrain      int    `json:"n_train"`
+	// NTrainUsed is the number of molecules the models were trained on
+	// here (0 when they were loaded).
+	NTrainUsed    int     `json:"n_train_used"`
+	NVal          int     `json:"n_val"`
+	NRef          int     `json:"n_ref"`
+	NSamples      int     `json:"n_samples"`
+	SampleSeconds float64 `json:"sample_seconds"`
+	Steps         int     `json:"steps"`
+	Seed          uint64  `json:"seed"`
+	Hardware      string  `json:"hardware"`
+	// Reconstruction is the LG-VAE's accuracy on the held-out validation
+	// molecules (z = mu).
+	Reconstruction struct {
+		EdgeAcc   float64 `json:"edge_acc"`
+		NodeAcc   float64 `json:"node_acc"`
+		SampleAcc float64 `json:"sample_acc"`
+	} `json:"reconstruction"`
+	Valid   float64  `json:"valid"`
+	Unique  *float64 `json:"unique"`
+	Novel   *float64 `json:"novel"`
+	Filters *float64 `json:"filters"`
+	FCD     *float64 `json:"fcd"`
+	SNN     *float64 `json:"snn"`
+	Scaf    *float64 `json:"scaf"`
+	Notes   []string `json:"notes"`
+	Models  struct {
+		VAE  string `json:"vae"`
+		Flow string `json:"flow"`
+	} `json:"models"`
+}
+
+func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	if o.n <= 0 {
+		return fmt.Errorf("-n must be positive, got %d", o.n)
+	}
+	if o.flowPath != "" && o.vaePath == "" {
+		return errors.New("-flow needs -vae (the LG-Flow model is bound to its LG-VAE)")
+	}
+	dir := o.data
+	if dir == "" {
+		var err error
+		if dir, err = datasets.DataDir(); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	var rep Report
+	rep.Dataset, rep.NSamples, rep.Steps, rep.Seed = "moses", o.n, o.steps, o.seed
+	rep.Hardware = fmt.Sprintf("%s/%s, %d CPU threads (GOMAXPROCS)", runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
+	note := func(format string, args ...any) {
+		s := fmt.Sprintf(format, args...)
+		rep.Notes = append(rep.Notes, s)
+		fmt.Fprintln(stdout, "note: "+s)
+	}
+	if p, ok := mol.MOSESTrainFile(dir); ok {
+		rep.TrainingSet = p
+		note("training on the official MOSES training file %s; validation on test.csv.gz", p)
+	} else {
+		rep.TrainingSet = filepath.Join(dir, mol.MOSESDir, "test.csv.gz") + fmt.Sprintf(" minus %d held out", mol.MOSESValSize)
+		note("the full MOSES training file (train.csv.gz, 1,584,663 molecules) is not available here: "+
+			"test.csv.gz (176,074 molecules) is used as the training set, minus %d molecules held out for validation; "+
+			"novelty is measured against that training set", mol.MOSESValSize)
+	}
+	note("FCD needs the ChemNet weights, which are not available here: it is not computed")
+
+	trainSMILES, err := mol.MOSESSMILES(dir, "train", 0)
+	if err != nil {
+		return err
+	}
+	valSMILES, err := mol.MOSESSMILES(dir, "val", 0)
+	if err != nil {
+		return err
+	}
+	refSMILES, err := mol.MOSESSMILES(dir, "test", 0)
+	if err != nil {
+		return err
+	}
+	if o.refN > 0 && o.refN < len(refSMILES) {
+		refSMILES = refSMILES[:o.refN]
+		note("SNN and scaffold similarity use the first %d of the 176,225 test_scaffolds molecules (-ref-n)", o.refN)
+	}
+	rep.NTrain, rep.NVal, rep.NRef = len(trainSMILES), len(valSMILES), len(refSMILES)
+	used := trainSMILES
+	if o.maxTrain > 0 && o.maxTrain < len(used) {
+		used = used[:o.maxTrain]
+		note("the models are trained on the first %d training molecules only (-max-train)", o.maxTrain)
+	}
+
+	vaePath, flowPath := o.vaePath, o.flowPath
+	if vaePath == "" && !o.train {
+		v, f := repoFile("pretrained/moses/vae.safetensors"), repoFile("pretrained/moses/flow.safetensors")
+		if exists(v) && exists(f) {
+			vaePath, flowPath = v, f
+		}
+	}
+	valGraphs, err := mol.MOSES.ParseGraphs(ctx, valSMILES, 0, nil)
+	if err != nil {
+		return err
+	}
+	var ae *vae.Model
+	var trainGraphs []*graph.Graph
+	var trainSet *vae.Dataset // the training graphs' features for the LG-VAE trained here
+	if vaePath == "" || flowPath == "" {
+		trainGraphs, err = mol.MOSES.ParseGraphs(ctx, used, 0, bar(stderr, "molecules -> graphs"))
+		if err != nil {
+			return err
+		}
+		rep.NTrainUsed = len(used)
+	}
+	if vaePath == "" {
+		if vaePath, trainSet, err = trainVAE(ctx, o, trainGraphs, valGraphs, stderr); err != nil {
+			return err
+		}
+	}
+	if ae, err = vae.Load(vaePath); err != nil {
+		return err
+	}
+	valSet, err := vae.Prepare(ctx, valGraphs, ae.Cfg, nil)
+	if err != nil {
+		return err
+	}
+	acc, err := vae.Reconstruct(ctx, ae, valSet, 64)
+	if err != nil {
+		return err
+	}
+	rep.Reconstruction.EdgeAcc, rep.Reconstruction.NodeAcc, rep.Reconstruction.SampleAcc = acc.Edge(), acc.Node(), acc.Sample()
+	fmt.Fprintf(stderr, "LG-VAE reconstruction of %d held-out molecules: edge %.4f, node %.4f, sample %.4f (paper, MOSES test: sample 0.9967, node 1.0)\n",
+		len(valGraphs), acc.Edge(), acc.Node(), acc.Sample())
+
+	if flowPath == "" {
+		if trainSet == nil { // the LG-VAE was loaded, not trained here
+
+			if trainSet, err = vae.Prepare(ctx, trainGraphs, ae.Cfg, bar(stderr, "eigenpairs (train)")); err != nil {
+				return err
+			}
+		}
+		if flowPath, err = trainFlow(ctx, o, ae, trainSet, stderr); err != nil {
+			return err
+		}
+	}
+	fm, err := flow.Load(flowPath, ae)
+	if err != nil {
+		return err
+	}
+	rep.Models.VAE, rep.Models.Flow = vaePath, flowPath
+
+	start := time.Now()
+	samples, err := flow.Sample(ctx, fm, o.n, flow.WithSeed(o.seed), flow.WithSteps(o.steps), flow.WithBatchSize(o.batch),
+		flow.WithProgress(bar(stderr, "sampling")))
+	if err != nil {
+		return err
+	}
+	gen := make([]string, len(samples))
+	for i, g := range samples {
+		if s, err := mol.MOSES.DecodeDatasetGraph(g); err == nil {
+			gen[i] = s
+		}
+	}
+	rep.SampleSeconds = time.Since(start).Seconds()
+	if err := writeSMILES(filepath.Join(o.out, "samples.smi"), gen); err != nil {
+		return err
+	}
+
+	filters, err := moses.LoadFilters(filepath.Join(dir, mol.MOSESDir))
+	if err != nil {
+		return err
+	}
+	evalBar := progressByStage(stderr)
+	r, err := moses.Evaluate(ctx, gen, moses.Options{Train: trainSMILES, Ref: refSMILES, Filters: filters, Progress: evalBar})
+	if err != nil {
+		return err
+	}
+	rep.Valid = r.Valid
+	rep.Unique, rep.Novel, rep.Filters = num(r.Unique[0]), num(r.Novelty), num(r.Filters)
+	rep.SNN, rep.Scaf = num(r.SNN), num(r.Scaf)
+	if err := writeJSON(filepath.Join(o.out, "report.json"), rep); err != nil {
+		return err
+	}
+	printTable(stdout, rep)
+	fmt.Fprintf(stdout, "\nwrote %s/{report.json,samples.smi}\n", o.out)
+	return nil
+}
+
+// trainVAE trains the "moses/cpu" LG-VAE preset and returns the path of
+// the model to use (the best by validation sample accuracy, or the last
+// one if training stopped before the first validation) and the training
+// graphs' features.
+func trainVAE(ctx context.Context, o options, train, val []*graph.Graph, stderr io.Writer) (string, *vae.Dataset, error) {
+	p, err := vae.PresetFor("moses", "cpu")
+	if err != nil {
+		return "", nil, err
+	}
+	if o.vaeSteps > 0 {
+		p.Train.Steps = o.vaeSteps
+	}
+	trainSet, err := vae.Prepare(ctx, train, p.Model, bar(stderr, "eigenpairs (train)"))
+	if err != nil {
+		return "", nil, err
+	}
+	valSet, err := vae.Prepare(ctx, val, p.Model, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	dir := filepath.Join(o.out, "vae")
+	fmt.Fprintf(stderr, "training LG-VAE (moses/cpu, %d steps of batch %d, at most %s; resumable: state in %s)\n",
+		p.Train.Steps, p.Train.BatchSize, o.vaeTime, dir)
+	m, err := vae.Train(ctx, p.Model, p.Train, trainSet, valSet, vae.TrainOptions{Dir: dir, Resume: true, MaxDuration: o.vaeTime, LogEvery: 10,
+		Progress: func(pr vae.Progress) {
+			fmt.Fprintf(stderr, "\rLG-VAE step %d/%d loss %.4f (edge %.4f node %.4f) best val sample acc %.3f, %.1f steps/s   ",
+				pr.Step, pr.Steps, pr.Loss, pr.Edge, pr.Node, max(pr.BestSample, 0), pr.StepsPerSecond)
+		}})
+	fmt.Fprintln(stderr)
+	if err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(dir, vae.ModelFile)
+	if !exists(path) { // stopped before the first validation
+		m.Train(false)
+		if err := m.Save(path, map[string]string{"note": "last model; training stopped before the first validation"}); err != nil {
+			return "", nil, err
+		}
+	}
+	return path, trainSet, nil
+}
+
+// trainFlow trains the "cpu" LG-Flow preset in the latent space of ae on
+// the prepared training set and returns the path of its checkpoint.
+func trainFlow(ctx context.Context, o options, ae *vae.Model, trainSet *vae.Dataset, stderr io.Writer) (string, error) {
+	cfg, err := flow.Preset("cpu", ae.Cfg.Latent)
+	if err != nil {
+		return "", err
+	}
+	if o.flowSteps > 0 {
+		cfg.Steps = o.flowSteps
+	}
+	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 256, bar(stderr, "encoding latents"))
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(o.out, "flow")
+	fmt.Fprintf(stderr, "training LG-Flow (cpu preset, %d steps of batch %d, at most %s; resumable: state in %s)\n",
+		cfg.Steps, cfg.BatchSize, o.flowTime, dir)
+	_, err = flow.Train(ctx, cfg, ae, trainSet, lat, flow.TrainOptions{Dir: dir, Resume: true, MaxDuration: o.flowTime, LogEvery: 10,
+		Score: validFraction,
+		Progress: func(pr flow.Progress) {
+			fmt.Fprintf(stderr, "\rLG-Flow step %d/%d loss %.4f best val validity %.3f, %.1f steps/s   ",
+				pr.Step, pr.Steps, pr.Loss, max(pr.BestScore, 0), pr.StepsPerSecond)
+		}})
+	fmt.Fprintln(stderr)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, flow.ModelFile), nil
+}
+
+// validFraction is the fraction of graphs that decode to valid molecules
+// (LG-Flow's checkpoint selection for molecules).
+func validFraction(gs []*graph.Graph) float64 {
+	n := 0
+	for _, g := range gs {
+		if _, err := mol.MOSES.DecodeDatasetGraph(g); err == nil {
+			n++
+		}
+	}
+	return float64(n) / float64(max(len(gs), 1))
+}
+
+// num returns a pointer to v, or nil for NaN (JSON null).
+func num(v float64) *float64 {
+	if math.IsNaN(v) {
+		return nil
+	}
+	return &v
+}
+
+// printTable prints the MOSES metrics beside the paper's (rates in %).
+func printTable(w io.Writer, r Report) {
+	pct := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", 100**p)
+	}
+	frac := func(p *float64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", *p)
+	}
+	valid := r.Valid
+	fmt.Fprintf(w, "\nMOSES, %d samples, %d Euler steps (Val/Uniq/Novel/Filters/Scaf in %%; SNN and Scaf against test_scaffolds)\n\n", r.NSamples, r.Steps)
+	fmt.Fprintf(w, "%-22s %7s %7s %7s %8s %7s %7s %7s %10s\n", "", "Val", "Uniq", "Novel", "Filters", "FCD", "SNN", "Scaf", "Time (s)")
+	fmt.Fprintf(w, "%-22s %7s %7s %7s %8s %7s %7s %7s %10.1f\n", "lgflow (this run)",
+		pct(&valid), pct(r.Unique), pct(r.Novel), pct(r.Filters), "n/a", frac(r.SNN), pct(r.Scaf), r.SampleSeconds)
+	fmt.Fprintf(w, "%-22s %7.1f %7.1f %7.1f %8.1f %7.2f %7.2f %7.1f %10.0f\n", "LG-Flow (paper)", 88.4, 99.9, 90.5, 98.9, 1.43, 0.55, 12.3, 310.0)
+	fmt.Fprintf(w, "%-22s %7.1f %7.1f %7.1f %8.1f %7.2f %7.2f %7.1f %10.0f\n", "DeFoG (paper)", 92.8, 99.9, 92.1, 98.9, 1.95, 0.55, 14.4, 1.8e4)
+	fmt.Fprintf(w, "\nLG-VAE reconstruction (held-out): edge %.4f, node %.4f, sample %.4f\n",
+		r.Reconstruction.EdgeAcc, r.Reconstruction.NodeAcc, r.Reconstruction.SampleAcc)
+	if r.NTrainUsed > 0 {
+		fmt.Fprintf(w, "models trained here on %d of the %d training molecules (%s)\n", r.NTrainUsed, r.NTrain, r.TrainingSet)
+	} else {
+		fmt.Fprintf(w, "models loaded from %s and %s; novelty against %d training molecules (%s)\n", r.Models.VAE, r.Models.Flow, r.NTrain, r.TrainingSet)
+	}
+	fmt.Fprintf(w, "reference (SNN, Scaf): %d test_scaffolds molecules; hardware: %s\n", r.NRef, r.Hardware)
+	fmt.Fprintln(w, "FCD: n/a (needs the ChemNet weights, not available). The paper trained on the full MOSES train split (1.6 M molecules) on GPUs.")
+}
+
+// repoFile returns path relative to the repository root when run inside
+// the checkout, else path.
+func repoFile(path string) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, path)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return path
+		}
+		dir = parent
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// bar returns a progress callback printing a one-line bar on w.
+func bar(w io.Writer, label string) func(done, total int) {
+	last := -1
+	return func(done, total int) {
+		pct := 100 * done / max(total, 1)
+		if pct == last {
+			return
+		}
+		last = pct
+		const width = 30
+		fill := width * done / max(total, 1)
+		fmt.Fprintf(w, "\r%-22s [%s%s] %3d%% (%d/%d)", label, strings.Repeat("#", fill), strings.Repeat(".", width-fill), pct, done, total)
+		if done >= total {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// progressByStage returns a moses.Options.Progress callback with one bar
+// per stage.
+func progressByStage(w io.Writer) func(stage string, done, total int) {
+	bars := map[string]func(int, int){}
+	return func(stage string, done, total int) {
+		b, ok := bars[stage]
+		if !ok {
+			b = bar(w, "metrics: "+stage)
+			bars[stage] = b
+		}
+		b(done, total)
+	}
+}
+
+// writeSMILES writes one SMILES per line, "None" for an invalid sample.
+func writeSMILES(path string, smiles []string) error {
+	return graph.WriteFileAtomic(path, func(w io.Writer) error {
+		for _, s := range smiles {
+			if s == "" {
+				s = "None"
+			}
+			if _, err := io.WriteString(w, s+"\n"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func writeJSON(path string, v any) error {
+	return graph.WriteFileAtomic(path, func(w io.Writer) error {
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(v)
+	})
+}
