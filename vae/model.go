@@ -223,7 +223,7 @@ func (m *Model) encoderInput(feats []*Features, nodes int, r *tensor.RNG) (vec, 
 		for i := range f.N {
 			scale := rms
 			if gr != nil && f.InOrbit[i] {
-				scale = 1 + m.Cfg.Eta*gr.Normal()
+				scale = rms * (1 + m.Cfg.Eta*gr.Normal())
 			}
 			for j := range f.KEff {
 				s := sign[j] * scale

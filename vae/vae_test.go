@@ -161,3 +161,38 @@ func TestBadLabels(t *testing.T) {
 		t.Fatal("directed graph accepted by an undirected model")
 	}
 }
+
+// TestOrbitNoiseKeepsScale checks that the orbit perturbation multiplies
+// the (scaled) eigenvector rows by 1 + eta*g instead of replacing the
+// sqrt(N) scale: with a tiny eta every row's magnitude stays close to its
+// unperturbed value.
+func TestOrbitNoiseKeepsScale(t *testing.T) {
+	c := tinyConfig(false)
+	c.Eta, c.K = 1e-6, 4
+	g := graph.New(6) // a 6-cycle: every node in one orbit
+	for i := range 6 {
+		g.MustAddEdge(i, (i+1)%6)
+	}
+	f, err := Featurize(g, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Train(false)
+	vec, _, _ := m.encoderInput([]*Features{f}, 6, tensor.NewRNG(1))
+	c.Eta = 0
+	m0, _ := New(c, 1)
+	m0.Train(false)
+	ref, _, _ := m0.encoderInput([]*Features{f}, 6, tensor.NewRNG(1))
+	for i := range 6 {
+		for j := range 4 {
+			a, b := vec.At(i, j, 0), ref.At(i, j, 0)
+			if d := a - b; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("node %d slot %d: %v with eta 1e-6, %v without", i, j, a, b)
+			}
+		}
+	}
+}
