@@ -34,7 +34,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"syscall"
 	"time"
 
@@ -43,6 +42,8 @@ import (
 	"lgflow/graph/datasets"
 	"lgflow/graph/mol"
 	"lgflow/graph/mol/moses"
+	"lgflow/internal/modroot"
+	"lgflow/internal/progress"
 	"lgflow/vae"
 )
 
@@ -184,7 +185,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 
 	vaePath, flowPath := o.vaePath, o.flowPath
 	if vaePath == "" && !o.train {
-		v, f := repoFile("pretrained/moses/vae.safetensors"), repoFile("pretrained/moses/flow.safetensors")
+		v, f := modroot.File("pretrained/moses/vae.safetensors"), modroot.File("pretrained/moses/flow.safetensors")
 		if exists(v) && exists(f) {
 			vaePath, flowPath = v, f
 		}
@@ -197,7 +198,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	var trainGraphs []*graph.Graph
 	var trainSet *vae.Dataset // the training graphs' features for the LG-VAE trained here
 	if vaePath == "" || flowPath == "" {
-		trainGraphs, err = mol.MOSES.ParseGraphs(ctx, used, 0, bar(stderr, "molecules -> graphs"))
+		trainGraphs, err = mol.MOSES.ParseGraphs(ctx, used, 0, progress.Bar(stderr, "molecules -> graphs"))
 		if err != nil {
 			return err
 		}
@@ -226,7 +227,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if flowPath == "" {
 		if trainSet == nil { // the LG-VAE was loaded, not trained here
 
-			if trainSet, err = vae.Prepare(ctx, trainGraphs, ae.Cfg, bar(stderr, "eigenpairs (train)")); err != nil {
+			if trainSet, err = vae.Prepare(ctx, trainGraphs, ae.Cfg, progress.Bar(stderr, "eigenpairs (train)")); err != nil {
 				return err
 			}
 		}
@@ -242,7 +243,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 
 	start := time.Now()
 	samples, err := flow.Sample(ctx, fm, o.n, flow.WithSeed(o.seed), flow.WithSteps(o.steps), flow.WithBatchSize(o.batch),
-		flow.WithProgress(bar(stderr, "sampling")))
+		flow.WithProgress(progress.Bar(stderr, "sampling")))
 	if err != nil {
 		return err
 	}
@@ -289,7 +290,7 @@ func trainVAE(ctx context.Context, o options, train, val []*graph.Graph, stderr 
 	if o.vaeSteps > 0 {
 		p.Train.Steps = o.vaeSteps
 	}
-	trainSet, err := vae.Prepare(ctx, train, p.Model, bar(stderr, "eigenpairs (train)"))
+	trainSet, err := vae.Prepare(ctx, train, p.Model, progress.Bar(stderr, "eigenpairs (train)"))
 	if err != nil {
 		return "", nil, err
 	}
@@ -329,7 +330,7 @@ func trainFlow(ctx context.Context, o options, ae *vae.Model, trainSet *vae.Data
 	if o.flowSteps > 0 {
 		cfg.Steps = o.flowSteps
 	}
-	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 256, bar(stderr, "encoding latents"))
+	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 256, progress.Bar(stderr, "encoding latents"))
 	if err != nil {
 		return "", err
 	}
@@ -401,46 +402,9 @@ func printTable(w io.Writer, r Report) {
 	fmt.Fprintln(w, "FCD: n/a (needs the ChemNet weights, not available). The paper trained on the full MOSES train split (1.6 M molecules) on GPUs.")
 }
 
-// repoFile returns path relative to the repository root when run inside
-// the checkout, else path.
-func repoFile(path string) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return path
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, path)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return path
-		}
-		dir = parent
-	}
-}
-
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
-}
-
-// bar returns a progress callback printing a one-line bar on w.
-func bar(w io.Writer, label string) func(done, total int) {
-	last := -1
-	return func(done, total int) {
-		pct := 100 * done / max(total, 1)
-		if pct == last {
-			return
-		}
-		last = pct
-		const width = 30
-		fill := width * done / max(total, 1)
-		fmt.Fprintf(w, "\r%-22s [%s%s] %3d%% (%d/%d)", label, strings.Repeat("#", fill), strings.Repeat(".", width-fill), pct, done, total)
-		if done >= total {
-			fmt.Fprintln(w)
-		}
-	}
 }
 
 // progressByStage returns a moses.Options.Progress callback with one bar
@@ -450,7 +414,7 @@ func progressByStage(w io.Writer) func(stage string, done, total int) {
 	return func(stage string, done, total int) {
 		b, ok := bars[stage]
 		if !ok {
-			b = bar(w, "metrics: "+stage)
+			b = progress.Bar(w, "metrics: "+stage)
 			bars[stage] = b
 		}
 		b(done, total)

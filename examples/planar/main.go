@@ -28,6 +28,8 @@ import (
 	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/graph/render"
+	"lgflow/internal/modroot"
+	"lgflow/internal/progress"
 	"lgflow/metrics"
 	"lgflow/vae"
 )
@@ -66,51 +68,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "planar:", err)
 		os.Exit(1)
 	}
-}
-
-// repoFile returns path relative to the repository root when it exists
-// there (so the example works from any directory inside the checkout).
-func repoFile(path string) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return path
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, path)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return path
-		}
-		dir = parent
-	}
-}
-
-// bar prints a one-line progress bar on w.
-func bar(w io.Writer, label string) func(done, total int) {
-	last := -1
-	return func(done, total int) {
-		pct := 100 * done / max(total, 1)
-		if pct == last {
-			return
-		}
-		last = pct
-		const width = 30
-		fill := width * done / max(total, 1)
-		fmt.Fprintf(w, "\r%-22s [%s%s] %3d%% (%d/%d)", label, repeat('#', fill), repeat('.', width-fill), pct, done, total)
-		if done >= total {
-			fmt.Fprintln(w)
-		}
-	}
-}
-
-func repeat(c byte, n int) string {
-	b := make([]byte, max(n, 0))
-	for i := range b {
-		b[i] = c
-	}
-	return string(b)
 }
 
 // Report is what report.json holds.
@@ -152,7 +109,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stderr, "generating Extended Planar (n = 64, 8192/256/256, seed 0)")
 	load := func(split string) ([]*graph.Graph, error) {
-		return datasets.Load(ctx, "planar", split, datasets.Options{Progress: bar(stderr, "planar "+split)})
+		return datasets.Load(ctx, "planar", split, datasets.Options{Progress: progress.Bar(stderr, "planar "+split)})
 	}
 	train, err := load("train")
 	if err != nil {
@@ -179,10 +136,10 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}
 	if vaePath == "" {
-		vaePath = repoFile("pretrained/planar/vae.safetensors")
+		vaePath = modroot.File("pretrained/planar/vae.safetensors")
 	}
 	if flowPath == "" {
-		flowPath = repoFile("pretrained/planar/flow.safetensors")
+		flowPath = modroot.File("pretrained/planar/flow.safetensors")
 	}
 	ae, err := vae.Load(vaePath)
 	if err != nil {
@@ -217,7 +174,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 
 	start := time.Now()
 	samples, err := flow.Sample(ctx, fm, o.n, flow.WithSeed(o.seed), flow.WithSteps(o.steps), flow.WithBatchSize(o.batch),
-		flow.WithProgress(bar(stderr, "sampling")))
+		flow.WithProgress(progress.Bar(stderr, "sampling")))
 	if err != nil {
 		return err
 	}
@@ -229,7 +186,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	evalBar := bar(stderr, "evaluating")
+	evalBar := progress.Bar(stderr, "evaluating")
 	r, err := metrics.Evaluate(ctx, samples, test, train, metrics.Options{Kind: metrics.Planar,
 		Progress: func(stage string, done, total int) { evalBar(done, total) }})
 	if err != nil {
@@ -261,11 +218,11 @@ func trainAll(ctx context.Context, o options, train, val []*graph.Graph, stderr 
 	if o.vaeSteps > 0 {
 		p.Train.Steps = o.vaeSteps
 	}
-	trainSet, err := vae.Prepare(ctx, train, p.Model, bar(stderr, "eigenpairs (train)"))
+	trainSet, err := vae.Prepare(ctx, train, p.Model, progress.Bar(stderr, "eigenpairs (train)"))
 	if err != nil {
 		return "", "", err
 	}
-	valSet, err := vae.Prepare(ctx, val, p.Model, bar(stderr, "eigenpairs (val)"))
+	valSet, err := vae.Prepare(ctx, val, p.Model, progress.Bar(stderr, "eigenpairs (val)"))
 	if err != nil {
 		return "", "", err
 	}
@@ -291,7 +248,7 @@ func trainAll(ctx context.Context, o options, train, val []*graph.Graph, stderr 
 	if o.flowSteps > 0 {
 		cfg.Steps = o.flowSteps
 	}
-	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 128, bar(stderr, "encoding latents"))
+	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 128, progress.Bar(stderr, "encoding latents"))
 	if err != nil {
 		return "", "", err
 	}

@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"lgflow/graph"
+	"lgflow/internal/modroot"
 )
 
 // Splits are the sizes of the train, val and test splits of a synthetic
@@ -125,24 +126,15 @@ func DataDir() (string, error) {
 		}
 		return d, nil
 	}
-	wd, err := os.Getwd()
+	root, err := modroot.Find()
 	if err != nil {
-		return "", err
+		return "", errors.New("datasets: no go.mod above the working directory and LGFLOW_DATA is not set")
 	}
-	for dir := wd; ; {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			d := filepath.Join(dir, "..", "shared", "data")
-			if _, err := os.Stat(d); err != nil {
-				return "", fmt.Errorf("datasets: no data directory at %s (set LGFLOW_DATA)", d)
-			}
-			return filepath.Clean(d), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("datasets: no go.mod above the working directory and LGFLOW_DATA is not set")
-		}
-		dir = parent
+	d := filepath.Join(root, "..", "shared", "data")
+	if _, err := os.Stat(d); err != nil {
+		return "", fmt.Errorf("datasets: no data directory at %s (set LGFLOW_DATA)", d)
 	}
+	return filepath.Clean(d), nil
 }
 
 func (o Options) dir() (string, error) {
