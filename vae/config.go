@@ -165,6 +165,16 @@ var presets = map[string]Preset{
 		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
+	// Ego and TPU graphs reach ~400 nodes and the decoder is quadratic in
+	// N, so their cpu presets use small batches.
+	"ego/cpu": {
+		Model: Config{K: 32, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Train: TrainConfig{Steps: 20000, BatchSize: 8, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
+	},
+	"tpu/cpu": {
+		Model: Config{K: 32, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.05, NodeClasses: 47, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Train: TrainConfig{Steps: 20000, BatchSize: 16, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
+	},
 	"price/cpu": {
 		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},

@@ -196,3 +196,25 @@ func TestOrbitNoiseKeepsScale(t *testing.T) {
 		}
 	}
 }
+
+// TestPresets checks that every registered preset builds a valid model
+// and that each dataset has both a cpu and a paper preset.
+func TestPresets(t *testing.T) {
+	for _, d := range []string{"planar", "tree", "price", "ego", "tpu"} {
+		for _, size := range []string{"cpu", "paper"} {
+			p, err := PresetFor(d, size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Model.Validate(); err != nil {
+				t.Errorf("%s/%s: %v", d, size, err)
+			}
+			if p.Train.Steps <= 0 || p.Train.BatchSize <= 0 || p.Train.LR <= 0 {
+				t.Errorf("%s/%s: bad training recipe %+v", d, size, p.Train)
+			}
+		}
+	}
+	if _, err := PresetFor("nope", "cpu"); err == nil {
+		t.Error("unknown dataset accepted")
+	}
+}

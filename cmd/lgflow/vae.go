@@ -119,6 +119,8 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	dataDir := fs.String("data", "", "data directory (default ../shared/data)")
 	maxTime := fs.Duration("max-time", 0, "stop (resumably) after this long, e.g. 90m")
 	logEvery := fs.Int("log-every", 50, "steps between progress lines")
+	trainSplit := fs.String("train-split", "train", "split to train on (e.g. val for tpu, whose train split is not distributed)")
+	valSplit := fs.String("val-split", "val", "split to validate on")
 	mf := newModelFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -135,11 +137,11 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	if err := p.Model.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	train, err := loadPrepared(ctx, *name, "train", *dataDir, *dataSeed, *mf.ntrain, p.Model)
+	train, err := loadPrepared(ctx, *name, *trainSplit, *dataDir, *dataSeed, *mf.ntrain, p.Model)
 	if err != nil {
 		return err
 	}
-	val, err := loadPrepared(ctx, *name, "val", *dataDir, *dataSeed, 0, p.Model)
+	val, err := loadPrepared(ctx, *name, *valSplit, *dataDir, *dataSeed, 0, p.Model)
 	if err != nil {
 		return err
 	}
