@@ -197,4 +197,3 @@ func runRecon(ctx context.Context, args []string) error {
 		*name, *split, acc.Graphs, acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded())
 	return nil
 }
-
