@@ -289,7 +289,7 @@ func TestPrepareProgress(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.N != 10 || f.KEff != 6 || !slicesEqual(f.Re, d.Features[i].Re) || !slicesEqual(f.Values, d.Features[i].Values) {
+		if f.N != 10 || min(f.N, f.K) != 6 || !slicesEqual(f.Vectors, d.Features[i].Vectors) || !slicesEqual(f.Values, d.Features[i].Values) {
 			t.Errorf("graph %d: Prepare's features differ from Featurize's", i)
 		}
 	}

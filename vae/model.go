@@ -213,7 +213,7 @@ func (m *Model) encoderInput(feats []*Features, nodes int, r *tensor.RNG) (vec, 
 			if !m.training {
 				// Evaluation: noise depends only on the graph itself, so a
 				// graph's latents do not depend on its batch.
-				gr = tensor.NewRNG(f.hash())
+				gr = tensor.NewRNG(featureHash(f))
 			}
 		}
 		rms := 1.0
@@ -222,14 +222,14 @@ func (m *Model) encoderInput(feats []*Features, nodes int, r *tensor.RNG) (vec, 
 		}
 		for i := range f.N {
 			scale := rms
-			if gr != nil && f.InOrbit[i] {
+			if gr != nil && f.Orbits[i] != 0 {
 				scale = rms * (1 + m.Cfg.Eta*gr.Normal())
 			}
-			for j := range f.KEff {
+			for j := range min(f.N, K) {
 				s := sign[j] * scale
-				vec.Set(s*float64(f.Re[i*K+j]), row, j, 0)
+				vec.Set(s*float64(f.Vectors[i*K+j]), row, j, 0)
 				if parts == 2 {
-					vec.Set(s*float64(f.Im[i*K+j]), row, j, 1)
+					vec.Set(s*float64(f.Imag[i*K+j]), row, j, 1)
 				}
 				vals.Set(float64(f.Values[j]), row, j, 0)
 				slot.Set(1, row*K+j, 0)
@@ -240,8 +240,8 @@ func (m *Model) encoderInput(feats []*Features, nodes int, r *tensor.RNG) (vec, 
 	return vec, vals, slot
 }
 
-// hash returns a seed derived from the features' content (FNV-1a).
-func (f *Features) hash() uint64 {
+// featureHash returns a seed derived from a graph's features (FNV-1a).
+func featureHash(f *Features) uint64 {
 	h := uint64(14695981039346656037)
 	mix := func(v uint64) {
 		for range 8 {
@@ -251,7 +251,7 @@ func (f *Features) hash() uint64 {
 		}
 	}
 	mix(uint64(f.N))
-	for _, v := range f.Re {
+	for _, v := range f.Vectors {
 		mix(uint64(math.Float32bits(v)))
 	}
 	return h
