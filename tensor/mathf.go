@@ -25,10 +25,8 @@ func is32[T float]() bool {
 	return unsafe.Sizeof(z) == 4
 }
 
-// exp64fast returns e^x with relative error below 2e-10 for |x| <= 708:
-// x = n·ln2 + r with |r| <= ln2/2, e^r by a degree-7 Taylor polynomial
-// evaluated with Estrin's scheme (short dependency chains). Outside that
-// range it saturates to 0 or +Inf (the exponent bits would wrap otherwise).
+// exp64fast returns e^x: expReduced for |x| <= 708, saturating to 0 or +Inf
+// outside that range (where the exponent bits would wrap).
 func exp64fast(x float64) float64 {
 	if x < -708 {
 		return 0
@@ -36,13 +34,19 @@ func exp64fast(x float64) float64 {
 	if x > 708 {
 		return math.Inf(1)
 	}
-	const shifter = 0x1.8p52
-	kn := x*log2e + shifter
-	n := kn - shifter
+	return expReduced(x)
+}
+
+// expReduced returns e^x for -708 <= x <= 708 with relative error below
+// 2e-10, without range checks (callers clamp x): x = n·ln2 + r with
+// |r| <= ln2/2, e^r by a degree-7 Taylor polynomial evaluated with Estrin's
+// scheme (short dependency chains), times 2^n built from exponent bits.
+// It is small enough to inline into the vector loops.
+func expReduced(x float64) float64 {
+	n := (x*log2e + expShifter) - expShifter
 	r := (x - n*ln2Hi) - n*ln2Lo
 	r2 := r * r
-	r4 := r2 * r2
-	p := (1 + r) + r2*(1.0/2+r*(1.0/6)) + r4*((1.0/24+r*(1.0/120))+r2*(1.0/720+r*(1.0/5040)))
+	p := (1 + r) + r2*(1.0/2+r*(1.0/6)) + r2*r2*((1.0/24+r*(1.0/120))+r2*(1.0/720+r*(1.0/5040)))
 	return p * math.Float64frombits(uint64(int64(n)+1023)<<52)
 }
 

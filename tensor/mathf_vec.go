@@ -125,11 +125,7 @@ func expVec32Go(d, a []float32) {
 	a = a[:len(d)]
 	for i := range d {
 		x := min(max(float64(a[i]), -120), 89)
-		en := (x*log2e + expShifter) - expShifter
-		er := (x - en*ln2Hi) - en*ln2Lo
-		er2 := er * er
-		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
-			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		e := expReduced(x)
 		d[i] = float32(e)
 	}
 }
@@ -142,11 +138,7 @@ func expSubVec32Go(d, x []float32, m float32) float64 {
 	s := 0.0
 	for i := range d {
 		y := max(float64(x[i])-mf, -120)
-		en := (y*log2e + expShifter) - expShifter
-		er := (y - en*ln2Hi) - en*ln2Lo
-		er2 := er * er
-		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
-			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		e := expReduced(y)
 		d[i] = float32(e)
 		s += e
 	}
@@ -159,11 +151,7 @@ func sumExpSub32Go(x []float32, m float32) float64 {
 	s := 0.0
 	for _, v := range x {
 		y := max(float64(v)-mf, -120)
-		en := (y*log2e + expShifter) - expShifter
-		er := (y - en*ln2Hi) - en*ln2Lo
-		er2 := er * er
-		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
-			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		e := expReduced(y)
 		s += e
 	}
 	return s
@@ -180,11 +168,7 @@ func geluVec32Go(d, a []float32) {
 		erfcPass1(as, &tb, &eb)
 		for i := range ds {
 			ea := eb[i]
-			en := (ea*log2e + expShifter) - expShifter
-			er := (ea - en*ln2Hi) - en*ln2Lo
-			er2 := er * er
-			e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
-				math.Float64frombits(uint64(int64(en)+1023)<<52)
+			e := expReduced(ea)
 			x := max(float64(as[i]), -40) // -Inf gives 0, not -Inf·0
 			c := tb[i] * e
 			if x > 0 {
@@ -220,22 +204,14 @@ func geluGradVec32Go(d, a, gy []float32) {
 		erfcPass1(as, &tb, &eb)
 		for i := range ds {
 			ea := eb[i]
-			en := (ea*log2e + expShifter) - expShifter
-			er := (ea - en*ln2Hi) - en*ln2Lo
-			er2 := er * er
-			e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
-				math.Float64frombits(uint64(int64(en)+1023)<<52)
+			e := expReduced(ea)
 			x := min(max(float64(as[i]), -40), 40) // x·φ(x) is 0 beyond, also at ±Inf
 			c := tb[i] * e
 			if x > 0 {
 				c = 2 - c
 			}
 			g := max(-0.5*x*x, -700)
-			fn := (g*log2e + expShifter) - expShifter
-			fr := (g - fn*ln2Hi) - fn*ln2Lo
-			fr2 := fr * fr
-			f := ((1 + fr) + fr2*(1.0/2+fr*(1.0/6)) + fr2*fr2*((1.0/24+fr*(1.0/120))+fr2*(1.0/720+fr*(1.0/5040)))) *
-				math.Float64frombits(uint64(int64(fn)+1023)<<52)
+			f := expReduced(g)
 			ds[i] = float32(float64(gs[i]) * (0.5*c + x*invSqrt2Pi*f))
 		}
 	}
@@ -246,11 +222,7 @@ func sigmoidVec32Go(d, a []float32) {
 	a = a[:len(d)]
 	for i := range d {
 		y := min(max(-float64(a[i]), -120), 120)
-		en := (y*log2e + expShifter) - expShifter
-		er := (y - en*ln2Hi) - en*ln2Lo
-		er2 := er * er
-		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
-			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		e := expReduced(y)
 		d[i] = float32(1 / (1 + e))
 	}
 }
@@ -261,11 +233,7 @@ func siluVec32Go(d, a []float32) {
 	for i := range d {
 		x := max(float64(a[i]), -200) // -Inf gives -0, not -Inf
 		y := min(max(-x, -120), 120)
-		en := (y*log2e + expShifter) - expShifter
-		er := (y - en*ln2Hi) - en*ln2Lo
-		er2 := er * er
-		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
-			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		e := expReduced(y)
 		d[i] = float32(x / (1 + e))
 	}
 }
@@ -277,11 +245,7 @@ func siluGradVec32Go(d, a, gy []float32) {
 	for i := range d {
 		x := min(max(float64(a[i]), -200), 200) // ±Inf give 0 and gy, not NaN
 		y := min(max(-x, -120), 120)
-		en := (y*log2e + expShifter) - expShifter
-		er := (y - en*ln2Hi) - en*ln2Lo
-		er2 := er * er
-		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
-			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		e := expReduced(y)
 		s := 1 / (1 + e)
 		d[i] = float32(float64(gy[i]) * s * (1 + x*(1-s)))
 	}
@@ -298,11 +262,7 @@ func tanhVec32Go(d, a []float32) {
 			continue
 		}
 		y := min(max(2*x, -60), 60)
-		en := (y*log2e + expShifter) - expShifter
-		er := (y - en*ln2Hi) - en*ln2Lo
-		er2 := er * er
-		e := ((1 + er) + er2*(1.0/2+er*(1.0/6)) + er2*er2*((1.0/24+er*(1.0/120))+er2*(1.0/720+er*(1.0/5040)))) *
-			math.Float64frombits(uint64(int64(en)+1023)<<52)
+		e := expReduced(y)
 		d[i] = float32(1 - 2/(e+1))
 	}
 }
