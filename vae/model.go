@@ -195,9 +195,9 @@ func (m *Model) encoderInput(feats []*Features, nodes int, r *tensor.RNG) (vec, 
 	if m.Cfg.Directed {
 		parts = 2
 	}
-	vec = tensor.New(dt, nodes, K, parts)
-	vals = tensor.New(dt, nodes, K, 1)
-	slot = tensor.New(dt, nodes*K, 1)
+	v := make([]float64, nodes*K*parts)
+	lam := make([]float64, nodes*K)
+	sl := make([]float64, nodes*K)
 	sign := make([]float64, K)
 	for j := range sign {
 		sign[j] = 1
@@ -226,18 +226,18 @@ func (m *Model) encoderInput(feats []*Features, nodes int, r *tensor.RNG) (vec, 
 				scale = rms * (1 + m.Cfg.Eta*gr.Normal())
 			}
 			for j := range min(f.N, K) {
-				s := sign[j] * scale
-				vec.Set(s*float64(f.Vectors[i*K+j]), row, j, 0)
+				s, at := sign[j]*scale, row*K+j
+				v[at*parts] = s * float64(f.Vectors[i*K+j])
 				if parts == 2 {
-					vec.Set(s*float64(f.Imag[i*K+j]), row, j, 1)
+					v[at*parts+1] = s * float64(f.Imag[i*K+j])
 				}
-				vals.Set(float64(f.Values[j]), row, j, 0)
-				slot.Set(1, row*K+j, 0)
+				lam[at] = float64(f.Values[j])
+				sl[at] = 1
 			}
 			row++
 		}
 	}
-	return vec, vals, slot
+	return tensor.FromFloat64(v, nodes, K, parts).To(dt), tensor.FromFloat64(lam, nodes, K, 1).To(dt), tensor.FromFloat64(sl, nodes*K, 1).To(dt)
 }
 
 // featureHash returns a seed derived from a graph's features (FNV-1a).
@@ -337,22 +337,23 @@ func padIndex(b *graph.Batch) []int32 {
 // (clamped to >= 1), for graphs of the given sizes padded to n.
 func pairMask(dt tensor.DType, sizes []int, n int) (mask, count *tensor.Tensor) {
 	B := len(sizes)
-	mask = tensor.New(dt, B, 1, n, n)
-	count = tensor.New(dt, B, 1, n, 1)
+	m := make([]float64, B*n*n)
+	c := make([]float64, B*n)
 	for g, k := range sizes {
-		for i := range k {
-			for j := range k {
-				if i != j {
-					mask.Set(1, g, 0, i, j)
-				}
+		for i := range n {
+			c[g*n+i] = float64(max(k-1, 1))
+			if i >= k {
+				c[g*n+i] = 1
+				continue
 			}
-			count.Set(float64(max(k-1, 1)), g, 0, i, 0)
-		}
-		for i := k; i < n; i++ {
-			count.Set(1, g, 0, i, 0)
+			row := m[(g*n+i)*n : (g*n+i)*n+k]
+			for j := range row {
+				row[j] = 1
+			}
+			row[i] = 0
 		}
 	}
-	return mask, count
+	return tensor.FromFloat64(m, B, 1, n, n).To(dt), tensor.FromFloat64(c, B, 1, n, 1).To(dt)
 }
 
 // Decoded holds the decoder's outputs for a padded batch.
