@@ -65,13 +65,20 @@ func (tp *Tape) Attention(q, k, v *Var, mask *tensor.Tensor, mode MaskMode, scal
 			panic(fmt.Sprintf("autograd.Attention: mask %v for q %v and k %v: want (B, N) or (B, N, M)", ms, q.Shape(), k.Shape()))
 		}
 	}
-	qv, kv, vv := tp.contig(q.Value), tp.contig(k.Value), tp.contig(v.Value)
-	y := tp.alloc(q.Value, b, h, nq, dh)
-	probs := tp.alloc(q.Value, b, h, nq, m)
 	fused := useFusedAttention && nq == m && (mask == nil || (mask.Rank() == 2 && mode == KeyPadding))
+	probs := tp.alloc(q.Value, b, h, nq, m)
+	var qv, kv, vv, y *tensor.Tensor
 	if fused {
+		// The fused kernel reads strided heads (such as views into a packed
+		// (B, N, 3, H, Dh) projection) without copying them, and writes y
+		// in token-major storage (B, N, H, Dh), so that merging the heads
+		// back into (B, N, H·Dh) needs no copy either.
+		qv, kv, vv = q.Value, k.Value, v.Value
+		y = tp.alloc(q.Value, b, nq, h, dh).Permute(0, 2, 1, 3)
 		tensor.Attention(y, probs, qv, kv, vv, mask, scale)
 	} else {
+		qv, kv, vv = tp.contig(q.Value), tp.contig(k.Value), tp.contig(v.Value)
+		y = tp.alloc(q.Value, b, h, nq, dh)
 		allowed := attentionAllowed(mask, mode, b, nq, m)
 		s3 := probs.Reshape(b*h, nq, m)
 		tensor.Gemm(s3, scale, qv.Reshape(b*h, nq, dh), kv.Reshape(b*h, m, dh), false, true, 0)
@@ -203,18 +210,18 @@ func attentionBackward(tp *Tape, n *node) {
 	q, k, v := n.a, n.b, n.c
 	b, h, nq, m, dh := n.shape[0], n.shape[1], n.shape[2], n.shape[3], n.shape[4]
 	scale := n.f0
-	gout := tp.contig(n.out.Grad)
 	probs := n.t3
 	if n.i0 == 1 {
 		dq := tp.alloc(q.Value, q.Shape()...)
 		dk := tp.alloc(k.Value, k.Shape()...)
 		dv := tp.alloc(v.Value, v.Shape()...)
-		tensor.AttentionBackward(dq, dk, dv, gout, n.t0, n.t1, n.t2, probs, scale)
+		tensor.AttentionBackward(dq, dk, dv, n.out.Grad, n.t0, n.t1, n.t2, probs, scale)
 		tp.addGrad(q, dq, true)
 		tp.addGrad(k, dk, true)
 		tp.addGrad(v, dv, true)
 		return
 	}
+	gout := tp.contig(n.out.Grad)
 	bh := b * h
 	p3 := probs.Reshape(bh, nq, m)
 	g3 := gout.Reshape(bh, nq, dh)

@@ -49,13 +49,15 @@ func (a *MultiHeadSelfAttention) Forward(tp *autograd.Tape, x *autograd.Var, mas
 	b, n, e := x.Dim(0), x.Dim(1), x.Dim(2)
 	h := a.Heads
 	dh := e / h
-	qkv := a.QKV.Forward(tp, x)                         // (B, N, 3E)
-	qkv = tp.Reshape(qkv, b, n, 3, h, dh)               // (B, N, 3, H, Dh)
-	qkv = tp.Contiguous(tp.Permute(qkv, 2, 0, 3, 1, 4)) // (3, B, H, N, Dh)
-	parts := tp.Split(qkv, 0, 1, 1, 1)                  // contiguous views
+	qkv := a.QKV.Forward(tp, x)           // (B, N, 3E)
+	qkv = tp.Reshape(qkv, b, n, 3, h, dh) // (B, N, 3, H, Dh)
+	qkv = tp.Permute(qkv, 2, 0, 3, 1, 4)  // (3, B, H, N, Dh) view
+	parts := tp.Split(qkv, 0, 1, 1, 1)    // strided views, not copies
 	q, k, v := tp.Squeeze(parts[0], 0), tp.Squeeze(parts[1], 0), tp.Squeeze(parts[2], 0)
 	o := tp.Attention(q, k, v, mask, a.Mode, 1/math.Sqrt(float64(dh))) // (B, H, N, Dh)
-	o = tp.Contiguous(tp.Permute(o, 0, 2, 1, 3))                       // (B, N, H, Dh)
+	// Attention's output is stored token-major, so this is normally a
+	// view; Contiguous copies only when it is not.
+	o = tp.Contiguous(tp.Permute(o, 0, 2, 1, 3)) // (B, N, H, Dh)
 	return a.Out.Forward(tp, tp.Reshape(o, b, n, e))
 }
 

@@ -1,6 +1,8 @@
 package vae
 
 import (
+	"math"
+
 	"lgflow/autograd"
 	"lgflow/graph"
 	"lgflow/tensor"
@@ -60,6 +62,11 @@ func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 	z := mu
 	if m.training {
 		z = Reparameterize(tp, mu, logvar, r)
+		if a := m.Cfg.LatentNoise; a > 0 {
+			noise := tensor.RandN(r, mu.DType(), mu.Shape()...)
+			tensor.MulScalar(noise, noise, a*stdAll(mu.Value))
+			z = tp.Add(z, autograd.NewConst(noise))
+		}
 	}
 	dec := m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
 	edgeT, nodeT := targets(b)
@@ -254,4 +261,19 @@ func (m *Model) graphs(dec *Decoded) []*graph.Graph {
 		out[g] = h
 	}
 	return out
+}
+
+// stdAll returns the standard deviation of all entries of t.
+func stdAll(t *tensor.Tensor) float64 {
+	var sum, sum2 float64
+	v := t.To(tensor.Float64).Data64()
+	for _, x := range v {
+		sum += x
+		sum2 += x * x
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	n := float64(len(v))
+	return math.Sqrt(max(sum2/n-(sum/n)*(sum/n), 0))
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
 
 	"lgflow/autograd"
 	"lgflow/graph"
+	"lgflow/nn"
 	"lgflow/optim"
 	"lgflow/tensor"
 	"lgflow/trainer"
@@ -44,6 +46,10 @@ type TrainOptions struct {
 	LogEvery int
 	// MaxDuration stops training (after a checkpoint) once exceeded; 0 = no limit.
 	MaxDuration time.Duration
+	// Init, when not nil, supplies the starting weights (fine-tuning, for
+	// example with a larger KL weight); its architecture must match the
+	// configuration being trained. A resumed state takes precedence.
+	Init *Model
 }
 
 // Checkpoint file names inside TrainOptions.Dir.
@@ -96,6 +102,11 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 	sched := optim.WarmupCosine{Peak: tc.LR, Min: tc.MinLR, Warmup: tc.Warmup, DecaySteps: tc.Steps}
 	meta := map[string]string{trainer.MetaKind: "lgflow.vae", trainer.MetaConfig: trainer.MarshalMeta(cfg), "train": trainer.MarshalMeta(tc)}
 
+	if opts.Init != nil {
+		if err := nn.LoadStateDict(m, nn.StateDict(opts.Init)); err != nil {
+			return nil, fmt.Errorf("vae: initial weights: %w", err)
+		}
+	}
 	step, best, bestEdge := 0, -1.0, -1.0
 	statePath, modelPath := "", ""
 	if opts.Dir != "" {
@@ -199,6 +210,44 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 // evaluation mode, returning edge, node and whole-graph accuracy. The model
 // must be in evaluation mode.
 func Reconstruct(ctx context.Context, m *Model, d *Dataset, batch int) (Accuracy, error) {
+	return reconstruct(ctx, m, d, batch, nil)
+}
+
+// ReconstructNoisy is Reconstruct with Gaussian noise added to the latents
+// before decoding: z = mu + sigma·s·eps, where s is the standard deviation
+// of all latent entries of d (returned) and eps ~ N(0, I) is drawn from
+// seed. It measures how far the decoder tolerates the errors of a
+// generative model in the latent space: a flow whose samples land within
+// sigma·s of real latents decodes as well as the returned accuracy.
+func ReconstructNoisy(ctx context.Context, m *Model, d *Dataset, batch int, sigma float64, seed uint64) (Accuracy, float64, error) {
+	if sigma < 0 || math.IsNaN(sigma) {
+		return Accuracy{}, 0, fmt.Errorf("vae: noise level %v must be >= 0", sigma)
+	}
+	lat, err := m.EncodeGraphs(ctx, d.Graphs, batch)
+	if err != nil {
+		return Accuracy{}, 0, err
+	}
+	var sum, sum2, cnt float64
+	for _, z := range lat {
+		for _, v := range z.To(tensor.Float64).Data64() {
+			sum, sum2, cnt = sum+v, sum2+v*v, cnt+1
+		}
+	}
+	s := 0.0
+	if cnt > 0 {
+		s = math.Sqrt(max(sum2/cnt-(sum/cnt)*(sum/cnt), 0))
+	}
+	r := tensor.NewRNG(seed)
+	acc, err := reconstruct(ctx, m, d, batch, func(mu *tensor.Tensor) {
+		noise := tensor.RandN(r, mu.DType(), mu.Shape()...)
+		tensor.AddScaled(mu, mu, noise, sigma*s)
+	})
+	return acc, s, err
+}
+
+// reconstruct encodes and decodes d, applying perturb (when not nil) to
+// each batch's concatenated latent means before decoding.
+func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, perturb func(mu *tensor.Tensor)) (Accuracy, error) {
 	var acc Accuracy
 	if batch <= 0 {
 		batch = 64
@@ -211,6 +260,11 @@ func Reconstruct(ctx context.Context, m *Model, d *Dataset, batch int) (Accuracy
 		b := graph.NewBatch(d.Graphs[lo:hi])
 		tp := autograd.NoGrad()
 		mu, _ := m.Encode(tp, b, d.Features[lo:hi], nil)
+		if perturb != nil {
+			z := mu.Value.Clone()
+			perturb(z)
+			mu = autograd.NewConst(z)
+		}
 		dec := m.DecodeDense(tp, Pad(tp, mu, b), sizes(b))
 		a := accuracy(dec, b)
 		for i, g := range m.graphs(dec) {

@@ -126,6 +126,9 @@ func TestTrainTinyExact(t *testing.T) {
 		t.Fatalf("sample accuracy %.3f (edge %.4f) after training, want 1", acc.Sample(), acc.Edge())
 	}
 	_ = m
+	checkNoisy(t, best, d)
+	checkInit(t, best, c, tc, d)
+	checkLatentNoise(t, best, d)
 	z, err := best.EncodeGraphs(context.Background(), gs, 5)
 	if err != nil {
 		t.Fatal(err)
@@ -216,5 +219,96 @@ func TestPresets(t *testing.T) {
 	}
 	if _, err := PresetFor("nope", "cpu"); err == nil {
 		t.Error("unknown dataset accepted")
+	}
+}
+
+// checkNoisy checks ReconstructNoisy on a model that reconstructs d
+// exactly: no noise changes nothing, noise far above the latent spread
+// breaks reconstruction, and a negative level is an error.
+func checkNoisy(t *testing.T, m *Model, d *Dataset) {
+	t.Helper()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		sigma      float64
+		wantSample func(float64) bool
+	}{
+		{0, func(a float64) bool { return a == 1 }},
+		{1e-4, func(a float64) bool { return a == 1 }},
+		{20, func(a float64) bool { return a < 0.5 }},
+	} {
+		acc, s, err := ReconstructNoisy(ctx, m, d, 16, tc.sigma, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s <= 0 {
+			t.Fatalf("latent std %v, want > 0", s)
+		}
+		if !tc.wantSample(acc.Sample()) {
+			t.Errorf("noise %v: sample accuracy %.3f", tc.sigma, acc.Sample())
+		}
+	}
+	a1, _, _ := ReconstructNoisy(ctx, m, d, 16, 0.5, 7)
+	a2, _, _ := ReconstructNoisy(ctx, m, d, 16, 0.5, 7)
+	if a1 != a2 {
+		t.Errorf("same seed gave %+v and %+v", a1, a2)
+	}
+	if _, _, err := ReconstructNoisy(ctx, m, d, 16, -1, 0); err == nil {
+		t.Error("negative noise: no error")
+	}
+}
+
+// checkInit checks TrainOptions.Init: training from a model's weights with
+// a negligible learning rate keeps its reconstructions, even with another
+// KL weight, and a model of another architecture is rejected.
+func checkInit(t *testing.T, from *Model, c Config, tc TrainConfig, d *Dataset) {
+	t.Helper()
+	ctx := context.Background()
+	c.KLWeight = 1e-3
+	tc.Steps, tc.LR, tc.MinLR, tc.ValEvery = 2, 1e-12, 1e-12, 0
+	m, err := Train(ctx, c, tc, d, nil, TrainOptions{Init: from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := Reconstruct(ctx, m, d, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acc.Sample() != 1 {
+		t.Errorf("fine-tuned from an exact model: sample accuracy %.3f", acc.Sample())
+	}
+	c.Width++
+	if _, err := Train(ctx, c, tc, d, nil, TrainOptions{Init: from}); err == nil {
+		t.Error("Init with another architecture: no error")
+	}
+}
+
+// checkLatentNoise checks that Config.LatentNoise perturbs the latents the
+// decoder sees in training: with the same draws, a model that reconstructs
+// d exactly has a much larger edge loss under noise of 3 latent standard
+// deviations, and none of it in evaluation mode.
+func checkLatentNoise(t *testing.T, m *Model, d *Dataset) {
+	t.Helper()
+	b := graph.NewBatch(d.Graphs)
+	edgeLoss := func(alpha float64, train bool) float64 {
+		saved := m.Cfg.LatentNoise
+		defer func() { m.Cfg.LatentNoise = saved; m.Train(false) }()
+		m.Cfg.LatentNoise = alpha
+		m.Train(train)
+		tp := autograd.NoGrad()
+		defer tp.Release()
+		l, _ := m.Objective(tp, b, d.Features, tensor.NewRNG(5))
+		return l.Edge
+	}
+	clean, noisy := edgeLoss(0, true), edgeLoss(3, true)
+	if !(noisy > 10*clean && noisy > 0.01) {
+		t.Errorf("edge loss %.4g with latent noise 3, %.4g without", noisy, clean)
+	}
+	if e0, e1 := edgeLoss(0, false), edgeLoss(3, false); e0 != e1 {
+		t.Errorf("evaluation mode: edge loss %.4g with latent noise, %.4g without", e1, e0)
+	}
+	bad := m.Cfg
+	bad.LatentNoise = -1
+	if bad.Validate() == nil {
+		t.Error("negative LatentNoise validated")
 	}
 }

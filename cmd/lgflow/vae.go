@@ -45,29 +45,32 @@ type modelFlags struct {
 	fs                             *flag.FlagSet
 	k, latent, width, layers, ds   *int
 	steps, batch, valEvery, ntrain *int
-	lr, minLR, eta, logvar         *float64
+	lr, minLR, eta, logvar, kl     *float64
+	latentNoise                    *float64
 	norm                           *string
 	flips, scaleEig                *bool
 }
 
 func newModelFlags(fs *flag.FlagSet) *modelFlags {
 	return &modelFlags{fs: fs,
-		k:        fs.Int("k", 0, "override: number of eigenpairs"),
-		latent:   fs.Int("latent", 0, "override: latent dimension"),
-		width:    fs.Int("width", 0, "override: phi and rho width"),
-		layers:   fs.Int("layers", 0, "override: rho layers"),
-		ds:       fs.Int("deepset", 0, "override: DeepSet width"),
-		steps:    fs.Int("steps", 0, "override: training steps"),
-		batch:    fs.Int("batch", 0, "override: batch size"),
-		valEvery: fs.Int("val-every", 0, "override: steps between validations"),
-		ntrain:   fs.Int("ntrain", 0, "use only the first N training graphs (0: all)"),
-		lr:       fs.Float64("lr", 0, "override: peak learning rate"),
-		minLR:    fs.Float64("min-lr", 0, "override: final learning rate"),
-		eta:      fs.Float64("eta", -1, "override: orbit perturbation eta"),
-		logvar:   fs.Float64("logvar-init", 1, "override: initial log-variance bias (1: preset)"),
-		norm:     fs.String("norm", "", "override: layer, batch or none"),
-		flips:    fs.Bool("sign-flips", false, "override: random eigenvector sign flips in training"),
-		scaleEig: fs.Bool("scale-eigvecs", false, "override: scale eigenvectors by sqrt(n)"),
+		k:           fs.Int("k", 0, "override: number of eigenpairs"),
+		latent:      fs.Int("latent", 0, "override: latent dimension"),
+		width:       fs.Int("width", 0, "override: phi and rho width"),
+		layers:      fs.Int("layers", 0, "override: rho layers"),
+		ds:          fs.Int("deepset", 0, "override: DeepSet width"),
+		steps:       fs.Int("steps", 0, "override: training steps"),
+		batch:       fs.Int("batch", 0, "override: batch size"),
+		valEvery:    fs.Int("val-every", 0, "override: steps between validations"),
+		ntrain:      fs.Int("ntrain", 0, "use only the first N training graphs (0: all)"),
+		lr:          fs.Float64("lr", 0, "override: peak learning rate"),
+		minLR:       fs.Float64("min-lr", 0, "override: final learning rate"),
+		eta:         fs.Float64("eta", -1, "override: orbit perturbation eta"),
+		logvar:      fs.Float64("logvar-init", 1, "override: initial log-variance bias (1: preset)"),
+		kl:          fs.Float64("kl", 0, "override: KL weight"),
+		latentNoise: fs.Float64("latent-noise", 0, "override: decoder noise relative to the latent spread (robustness for the flow)"),
+		norm:        fs.String("norm", "", "override: layer, batch or none"),
+		flips:       fs.Bool("sign-flips", false, "override: random eigenvector sign flips in training"),
+		scaleEig:    fs.Bool("scale-eigvecs", false, "override: scale eigenvectors by sqrt(n)"),
 	}
 }
 
@@ -93,6 +96,12 @@ func (f *modelFlags) apply(p *vae.Preset) {
 	}
 	if set["eta"] {
 		c.Eta = *f.eta
+	}
+	if set["latent-noise"] {
+		c.LatentNoise = *f.latentNoise
+	}
+	if set["kl"] {
+		c.KLWeight = *f.kl
 	}
 	if set["logvar-init"] {
 		c.LogVarInit = *f.logvar
@@ -121,6 +130,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	logEvery := fs.Int("log-every", 50, "steps between progress lines")
 	trainSplit := fs.String("train-split", "train", "split to train on (e.g. val for tpu, whose train split is not distributed)")
 	valSplit := fs.String("val-split", "val", "split to validate on")
+	initPath := fs.String("init", "", "start from this LG-VAE's weights (fine-tuning; same architecture)")
 	mf := newModelFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -145,9 +155,15 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var init *vae.Model
+	if *initPath != "" {
+		if init, err = vae.Load(*initPath); err != nil {
+			return err
+		}
+	}
 	cfgJSON, _ := json.Marshal(p)
 	fmt.Fprintf(stderr, "train-vae %s: %d train, %d val graphs; %s\n", *name, len(train.Graphs), len(val.Graphs), cfgJSON)
-	_, err = vae.Train(ctx, p.Model, p.Train, train, val, vae.TrainOptions{Dir: *out, Resume: *resume, LogEvery: *logEvery, MaxDuration: *maxTime,
+	_, err = vae.Train(ctx, p.Model, p.Train, train, val, vae.TrainOptions{Dir: *out, Resume: *resume, Init: init, LogEvery: *logEvery, MaxDuration: *maxTime,
 		Progress: func(pr vae.Progress) {
 			line := fmt.Sprintf("step %6d/%d  loss %.4f (edge %.4f node %.4f kl %.1f)  lr %.2e  %.2f steps/s  elapsed %s  eta %s",
 				pr.Step, pr.Steps, pr.Loss, pr.Edge, pr.Node, pr.KL, pr.LR, pr.StepsPerSecond, pr.Elapsed.Round(time.Second), pr.ETA.Round(time.Second))
@@ -171,11 +187,16 @@ func runRecon(ctx context.Context, args []string) error {
 	dataDir := fs.String("data", "", "data directory (default ../shared/data)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	batch := fs.Int("batch", 64, "batch size")
+	noise := fs.Float64("noise", 0, "add Gaussian noise of this many latent standard deviations before decoding (decoder robustness)")
+	seed := fs.Uint64("seed", 0, "seed of the -noise draws")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *path == "" || *name == "" {
 		return usagef("need -vae and -dataset")
+	}
+	if *noise < 0 {
+		return usagef("-noise must be >= 0")
 	}
 	m, err := vae.Load(*path)
 	if err != nil {
@@ -185,15 +206,29 @@ func runRecon(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	acc, err := vae.Reconstruct(ctx, m, d, *batch)
+	var acc vae.Accuracy
+	var scale float64
+	if *noise > 0 {
+		acc, scale, err = vae.ReconstructNoisy(ctx, m, d, *batch, *noise, *seed)
+	} else {
+		acc, err = vae.Reconstruct(ctx, m, d, *batch)
+	}
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"edge_acc": acc.Edge(), "node_acc": acc.Node(), "sample_acc": acc.Sample(),
-			"decoded_acc": acc.Decoded(), "graphs": acc.Graphs})
+		out := map[string]any{"edge_acc": acc.Edge(), "node_acc": acc.Node(), "sample_acc": acc.Sample(),
+			"decoded_acc": acc.Decoded(), "graphs": acc.Graphs}
+		if *noise > 0 {
+			out["noise"], out["latent_std"] = *noise, scale
+		}
+		return json.NewEncoder(stdout).Encode(out)
 	}
-	fmt.Fprintf(stdout, "%s %s (%d graphs): edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f (decoded graph exact: %.4f)\n",
-		*name, *split, acc.Graphs, acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded())
+	how := ""
+	if *noise > 0 {
+		how = fmt.Sprintf(" with noise %g x latent std %.4g", *noise, scale)
+	}
+	fmt.Fprintf(stdout, "%s %s (%d graphs)%s: edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f (decoded graph exact: %.4f)\n",
+		*name, *split, acc.Graphs, how, acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded())
 	return nil
 }
