@@ -132,12 +132,13 @@ const (
 	metaScale      = "latent_scale"
 	metaNodeCounts = "node_counts"
 	metaVAEConfig  = "vae_config"
+	metaVAEPrint   = "vae_fingerprint"
 	kindFlow       = "lgflow.flow"
 )
 
 // Save writes the sampling model (EMA weights, configuration, latent scale,
-// node-count distribution and the configuration of the LG-VAE it was
-// trained with) to path atomically.
+// node-count distribution, and the configuration and weight fingerprint of
+// the LG-VAE it was trained with) to path atomically.
 func (m *Model) Save(path string, extra map[string]string) error {
 	meta := map[string]string{
 		trainer.MetaKind:   kindFlow,
@@ -145,6 +146,7 @@ func (m *Model) Save(path string, extra map[string]string) error {
 		metaScale:          trainer.MarshalMeta(m.Scale),
 		metaNodeCounts:     trainer.MarshalMeta(m.NodeCounts),
 		metaVAEConfig:      trainer.MarshalMeta(m.VAE.Cfg),
+		metaVAEPrint:       nn.Fingerprint(m.VAE),
 	}
 	for k, v := range extra {
 		meta[k] = v
@@ -153,7 +155,8 @@ func (m *Model) Save(path string, extra map[string]string) error {
 }
 
 // Load reads a flow checkpoint written by Save and binds it to the given
-// LG-VAE, which must have the configuration the flow was trained with.
+// LG-VAE, which must be the one the flow was trained with: the same
+// configuration and the same weights (nn.Fingerprint).
 func Load(path string, ae *vae.Model) (*Model, error) {
 	f, err := safetensors.Load(path)
 	if err != nil {
@@ -187,6 +190,12 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	}
 	if vc != ae.Cfg {
 		return nil, fmt.Errorf("trained with LG-VAE config %+v, given %+v", vc, ae.Cfg)
+	}
+	// Checkpoints written before fingerprints were stored have none.
+	if want, ok := f.Metadata[metaVAEPrint]; ok {
+		if got := nn.Fingerprint(ae); got != want {
+			return nil, fmt.Errorf("trained in the latent space of LG-VAE weights %.12s..., given weights %.12s... (same configuration, different weights: use the autoencoder the flow was trained with)", want, got)
+		}
 	}
 	if m.Scale <= 0 {
 		return nil, fmt.Errorf("latent scale %g is not positive", m.Scale)

@@ -385,6 +385,16 @@ func TestSaveLoad(t *testing.T) {
 		t.Errorf("flow checkpoint with a different VAE: error %v", err)
 	}
 
+	// The same configuration with other weights is rejected too: its
+	// latent space is not the one the flow learned.
+	ae3, err := vae.New(vaeConfig(), 12345)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flow.Load(path, ae3); err == nil || !strings.Contains(err.Error(), "different weights") {
+		t.Errorf("flow checkpoint with other VAE weights: error %v", err)
+	}
+
 	// Broken and foreign files are errors.
 	aePath := filepath.Join(dir, "vae.safetensors")
 	if err := f.ae.Save(aePath, nil); err != nil {

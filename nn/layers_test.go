@@ -230,3 +230,23 @@ func TestZeroGrad(t *testing.T) {
 	ZeroGrad(l)
 	assertClose(t, "zeroed", l.W.Grad.Float64s(), []float64{0, 0, 0, 0}, 0)
 }
+
+func TestFingerprint(t *testing.T) {
+	r := tensor.NewRNG(1)
+	a := NewLinear(r, 3, 2)
+	b := NewLinear(tensor.NewRNG(1), 3, 2)
+	if Fingerprint(a) != Fingerprint(b) {
+		t.Fatal("identical modules have different fingerprints")
+	}
+	if len(Fingerprint(a)) != 64 {
+		t.Fatalf("fingerprint %q is not a hex SHA-256", Fingerprint(a))
+	}
+	b.W.Value.Data32()[4] += 1e-6
+	if Fingerprint(a) == Fingerprint(b) {
+		t.Error("a changed weight keeps the fingerprint")
+	}
+	c := NewLinear(tensor.NewRNG(1), 3, 2, WithDType(tensor.Float64))
+	if Fingerprint(a) == Fingerprint(c) {
+		t.Error("float32 and float64 modules share a fingerprint")
+	}
+}

@@ -1,8 +1,12 @@
 package nn
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"lgflow/autograd"
@@ -160,4 +164,47 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// Fingerprint returns a hex SHA-256 digest of m's state (the names, dtypes,
+// shapes and values of its parameters and buffers, in name order). Two
+// modules have the same fingerprint exactly when they hold the same
+// weights, which lets a checkpoint that depends on another model (a flow
+// trained in an autoencoder's latent space) detect that it is being paired
+// with different weights.
+func Fingerprint(m Module) string {
+	sd := StateDict(m)
+	names := make([]string, 0, len(sd))
+	for name := range sd {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	buf := make([]byte, 0, 1<<14)
+	flush := func() {
+		h.Write(buf)
+		buf = buf[:0]
+	}
+	for _, name := range names {
+		t := sd[name]
+		fmt.Fprintf(h, "%s|%v|%v|", name, t.DType(), t.Shape())
+		c := t.ToBackend(tensor.CPU)
+		if c.DType() == tensor.Float32 {
+			for _, v := range c.Data32() {
+				if len(buf)+4 > cap(buf) {
+					flush()
+				}
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			}
+		} else {
+			for _, v := range c.Data64() {
+				if len(buf)+8 > cap(buf) {
+					flush()
+				}
+				buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+			}
+		}
+		flush()
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
