@@ -262,6 +262,29 @@ func TestSampleOptions(t *testing.T) {
 	if !slices.Equal(r1, r2) {
 		t.Error("the random time grid is not determined by the seed")
 	}
+	// The edge rules decode the same latents: "and" keeps a subset of the
+	// edges of "or", and "mean" lies between them.
+	rules := map[vae.EdgeRule][]*graph.Graph{}
+	for _, r := range []vae.EdgeRule{vae.EitherDirection, vae.BothDirections, vae.MeanLogits} {
+		gs, err := flow.Sample(ctx, m, 5, flow.WithSeed(9), flow.WithSteps(8), flow.WithEdgeRule(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules[r] = gs
+	}
+	for i := range 5 {
+		or, and, mean := rules[vae.EitherDirection][i], rules[vae.BothDirections][i], rules[vae.MeanLogits][i]
+		for _, e := range and.Edges() {
+			if !or.HasEdge(e.From, e.To) || !mean.HasEdge(e.From, e.To) {
+				t.Errorf("graph %d: edge %v decoded with \"and\" but not with \"or\" or \"mean\"", i, e)
+			}
+		}
+		for _, e := range mean.Edges() {
+			if !or.HasEdge(e.From, e.To) {
+				t.Errorf("graph %d: edge %v decoded with \"mean\" but not with \"or\"", i, e)
+			}
+		}
+	}
 	if gs, err := flow.Sample(ctx, m, 0); err != nil || len(gs) != 0 {
 		t.Errorf("Sample(0) = %v, %v", gs, err)
 	}
@@ -277,6 +300,7 @@ func TestSampleOptions(t *testing.T) {
 		{"bad method", 2, []flow.SampleOption{flow.WithMethod("rk4")}, "rk4"},
 		{"sizes length", 2, []flow.SampleOption{flow.WithNodeCounts([]int{4})}, "1 node counts for 2 graphs"},
 		{"zero size", 2, []flow.SampleOption{flow.WithNodeCounts([]int{4, 0})}, "graph 1 has 0 nodes"},
+		{"bad edge rule", 2, []flow.SampleOption{flow.WithEdgeRule(vae.EdgeRule(7))}, "edge rule"},
 	} {
 		if _, err := flow.Sample(ctx, m, tc.n, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)

@@ -10,6 +10,7 @@ import (
 	"lgflow/autograd"
 	"lgflow/graph"
 	"lgflow/tensor"
+	"lgflow/vae"
 )
 
 // Method is an ODE integrator for sampling.
@@ -29,6 +30,7 @@ type sampleOptions struct {
 	method     Method
 	sizes      []int
 	randomGrid bool
+	edgeRule   vae.EdgeRule
 	progress   func(done, total int)
 }
 
@@ -57,6 +59,10 @@ func WithNodeCounts(sizes []int) SampleOption { return func(o *sampleOptions) { 
 // instead of the default uniform grid from 0.01 to 1.
 func WithRandomGrid() SampleOption { return func(o *sampleOptions) { o.randomGrid = true } }
 
+// WithEdgeRule sets how the LG-VAE decoder decides undirected edges
+// (default vae.EitherDirection, the reference rule).
+func WithEdgeRule(r vae.EdgeRule) SampleOption { return func(o *sampleOptions) { o.edgeRule = r } }
+
 // WithProgress reports the number of graphs finished.
 func WithProgress(f func(done, total int)) SampleOption {
 	return func(o *sampleOptions) { o.progress = f }
@@ -79,6 +85,8 @@ func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*grap
 		return nil, fmt.Errorf("flow: batch size must be positive, got %d", o.batch)
 	case o.method != Euler && o.method != Heun:
 		return nil, fmt.Errorf("flow: unknown method %q", o.method)
+	case !validRule(o.edgeRule):
+		return nil, fmt.Errorf("flow: unknown edge rule %v", o.edgeRule)
 	case o.sizes != nil && len(o.sizes) != n:
 		return nil, fmt.Errorf("flow: %d node counts for %d graphs", len(o.sizes), n)
 	case m == nil || m.Net == nil || m.VAE == nil:
@@ -111,7 +119,7 @@ func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*grap
 		if err != nil {
 			return nil, err
 		}
-		gs, err := m.VAE.DecodePadded(ctx, z, sizes[lo:hi])
+		gs, err := m.VAE.DecodePadded(ctx, z, sizes[lo:hi], vae.WithEdgeRule(o.edgeRule))
 		if err != nil {
 			return nil, err
 		}
@@ -121,6 +129,12 @@ func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*grap
 		}
 	}
 	return out, nil
+}
+
+// validRule reports whether r is one of vae's edge rules.
+func validRule(r vae.EdgeRule) bool {
+	_, err := vae.ParseEdgeRule(r.String())
+	return err == nil
 }
 
 // drawSizes draws n node counts from the histogram counts.

@@ -103,7 +103,7 @@ func (m *Model) EncodeGraphs(ctx context.Context, gs []*graph.Graph, batchSize i
 }
 
 // DecodeGraphs decodes per-graph latents (each (N_i, Latent)) into graphs.
-func (m *Model) DecodeGraphs(ctx context.Context, latents []*tensor.Tensor) ([]*graph.Graph, error) {
+func (m *Model) DecodeGraphs(ctx context.Context, latents []*tensor.Tensor, opts ...DecodeOption) ([]*graph.Graph, error) {
 	if len(latents) == 0 {
 		return nil, nil
 	}
@@ -120,13 +120,17 @@ func (m *Model) DecodeGraphs(ctx context.Context, latents []*tensor.Tensor) ([]*
 	for i, l := range latents {
 		tensor.Copy(z.Slice(0, i, i+1).Slice(1, 0, sz[i]), l.To(m.DType()).Reshape(1, sz[i], m.Cfg.Latent))
 	}
-	return m.DecodePadded(ctx, z, sz)
+	return m.DecodePadded(ctx, z, sz, opts...)
 }
 
 // DecodePadded decodes padded latents z (B, N, Latent) of graphs with the
 // given node counts into graphs.
-func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int) ([]*graph.Graph, error) {
+func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int, opts ...DecodeOption) ([]*graph.Graph, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o, err := buildDecodeOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	if z.Rank() != 3 || z.Dim(0) != len(sizes) || z.Dim(2) != m.Cfg.Latent {
@@ -140,7 +144,7 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int)
 	tp := autograd.NoGrad()
 	defer tp.Release()
 	dec := m.DecodeDense(tp, autograd.NewConst(z.To(m.DType())), sizes)
-	return m.graphs(dec), nil
+	return m.graphs(dec, o.rule), nil
 }
 
 // checkDims compares a few tensor shapes implied by cfg with the file.

@@ -206,16 +206,20 @@ func accuracy(dec *Decoded, b *graph.Batch) Accuracy {
 	return a
 }
 
-// Graphs turns decoder outputs into graphs: the argmax class of every
-// ordered pair, and for undirected models an edge {i, j} wherever (i, j)
-// or (j, i) is predicted (the label of (i, j), i < j, wins when both are).
-// Edge label c-1 is used for class c; node labels are the argmax of the
-// node logits.
-func (m *Model) graphs(dec *Decoded) []*graph.Graph {
+// graphs turns decoder outputs into graphs: the argmax class of every
+// ordered pair; for undirected models rule decides an edge {i, j} from the
+// pairs (i, j) and (j, i). Edge label c-1 is used for class c; node labels
+// are the argmax of the node logits.
+func (m *Model) graphs(dec *Decoded, rule EdgeRule) []*graph.Graph {
 	N := dec.N
 	C := m.Cfg.EdgeClasses + 1
 	B := len(dec.Sizes)
-	cls := tensor.Argmax(dec.EdgeLogits.Value.Reshape(B*N*N, C), 1)
+	logits := dec.EdgeLogits.Value.Reshape(B*N*N, C)
+	cls := tensor.Argmax(logits, 1)
+	var scores []float64
+	if rule == MeanLogits && !m.Cfg.Directed {
+		scores = logits.To(tensor.Float64).Data64()
+	}
 	var nodeCls []int32
 	if dec.NodeLogits != nil {
 		nodeCls = tensor.Argmax(dec.NodeLogits.Value, 1)
@@ -228,13 +232,13 @@ func (m *Model) graphs(dec *Decoded) []*graph.Graph {
 		} else {
 			h = graph.New(n)
 		}
-		at := func(i, j int) int { return int(cls[(g*N+i)*N+j]) }
+		pair := func(i, j int) int { return (g*N+i)*N + j }
 		for i := range n {
 			for j := range n {
 				if i == j {
 					continue
 				}
-				c := at(i, j)
+				c := int(cls[pair(i, j)])
 				if m.Cfg.Directed {
 					if c != 0 {
 						h.AddLabeledEdge(i, j, c-1)
@@ -244,8 +248,18 @@ func (m *Model) graphs(dec *Decoded) []*graph.Graph {
 				if i > j {
 					continue
 				}
-				if c == 0 {
-					c = at(j, i)
+				back := int(cls[pair(j, i)])
+				switch rule {
+				case EitherDirection:
+					if c == 0 {
+						c = back
+					}
+				case BothDirections:
+					if back == 0 {
+						c = 0
+					}
+				case MeanLogits:
+					c = meanArgmax(scores[pair(i, j)*C:pair(i, j)*C+C], scores[pair(j, i)*C:pair(j, i)*C+C])
 				}
 				if c != 0 {
 					h.AddLabeledEdge(i, j, c-1)
@@ -276,4 +290,15 @@ func stdAll(t *tensor.Tensor) float64 {
 	}
 	n := float64(len(v))
 	return math.Sqrt(max(sum2/n-(sum/n)*(sum/n), 0))
+}
+
+// meanArgmax returns the argmax of a + b (the first index on ties).
+func meanArgmax(a, b []float64) int {
+	best := 0
+	for k := range a {
+		if a[k]+b[k] > a[best]+b[best] {
+			best = k
+		}
+	}
+	return best
 }

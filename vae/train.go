@@ -267,7 +267,7 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, perturb f
 		}
 		dec := m.DecodeDense(tp, Pad(tp, mu, b), sizes(b))
 		a := accuracy(dec, b)
-		for i, g := range m.graphs(dec) {
+		for i, g := range m.graphs(dec, EitherDirection) {
 			if sameGraph(g, b.Graphs[i]) {
 				a.GraphsDecoded++
 			}

@@ -116,7 +116,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 }
 
 func runSample(ctx context.Context, args []string) error {
-	fs := newFlagSet("sample", "lgflow sample -vae V -flow F -n N [-steps S] [-seed S] [-method euler|heun] -o OUT.g6")
+	fs := newFlagSet("sample", "lgflow sample -vae V -flow F -n N [-steps S] [-seed S] [-method euler|heun] [-edge-rule or|and|mean] -o OUT.g6")
 	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors)")
 	flowPath := fs.String("flow", "", "trained LG-Flow (flow.safetensors)")
 	n := fs.Int("n", 256, "number of graphs")
@@ -124,9 +124,14 @@ func runSample(ctx context.Context, args []string) error {
 	seed := fs.Uint64("seed", 0, "seed")
 	batch := fs.Int("batch", 256, "graphs integrated together")
 	method := fs.String("method", "euler", "integrator: euler or heun")
+	edgeRule := fs.String("edge-rule", "or", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one")
 	out := fs.String("o", "-", "output graph6/digraph6 file (\"-\": standard output)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	rule, err := vae.ParseEdgeRule(*edgeRule)
+	if err != nil {
+		return usagef("%v", err)
 	}
 	if *vaePath == "" || *flowPath == "" {
 		return usagef("need -vae and -flow")
@@ -141,7 +146,7 @@ func runSample(ctx context.Context, args []string) error {
 	}
 	start := time.Now()
 	gs, err := flow.Sample(ctx, m, *n, flow.WithSeed(*seed), flow.WithSteps(*steps), flow.WithBatchSize(*batch),
-		flow.WithMethod(flow.Method(*method)), flow.WithProgress(func(done, total int) {
+		flow.WithMethod(flow.Method(*method)), flow.WithEdgeRule(rule), flow.WithProgress(func(done, total int) {
 			fmt.Fprintf(stderr, "\rsampled %d/%d graphs", done, total)
 		}))
 	if err != nil {

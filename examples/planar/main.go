@@ -43,6 +43,7 @@ type options struct {
 	vaeTime, flowTime      time.Duration
 	vaeSteps, flowSteps    int
 	ntrainEval             int
+	edgeRule               string
 }
 
 func main() {
@@ -54,6 +55,7 @@ func main() {
 	flag.IntVar(&o.steps, "steps", 100, "sampler steps")
 	flag.IntVar(&o.batch, "batch", 256, "sampling batch size")
 	flag.Uint64Var(&o.seed, "seed", 0, "sampling seed")
+	flag.StringVar(&o.edgeRule, "edge-rule", "or", "decoding of undirected edges: or (the reference rule), and (both directions must agree), mean (mean score)")
 	flag.BoolVar(&o.train, "train", false, "run the whole pipeline: generate data, train LG-VAE and LG-Flow (cpu presets), then sample")
 	flag.DurationVar(&o.vaeTime, "vae-time", 0, "with -train: stop LG-VAE training after this long (0: run its steps)")
 	flag.DurationVar(&o.flowTime, "flow-time", 0, "with -train: stop LG-Flow training after this long (0: run its steps)")
@@ -72,12 +74,14 @@ func main() {
 
 // Report is what report.json holds.
 type Report struct {
-	Dataset        string  `json:"dataset"`
-	NSamples       int     `json:"n_samples"`
-	SampleSeconds  float64 `json:"sample_seconds"`
-	Steps          int     `json:"steps"`
-	Seed           uint64  `json:"seed"`
-	Hardware       string  `json:"hardware"`
+	Dataset       string  `json:"dataset"`
+	NSamples      int     `json:"n_samples"`
+	SampleSeconds float64 `json:"sample_seconds"`
+	Steps         int     `json:"steps"`
+	Seed          uint64  `json:"seed"`
+	// EdgeRule is the decoding rule for undirected edges (or, and, mean).
+	EdgeRule       string `json:"edge_rule"`
+	Hardware       string `json:"hardware"`
 	Reconstruction struct {
 		EdgeAcc   float64 `json:"edge_acc"`
 		NodeAcc   float64 `json:"node_acc"`
@@ -173,8 +177,13 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "LG-VAE reconstruction of the test split: edge %.4f, sample %.4f, decoded graph exact %.4f\n", acc.Edge(), acc.Sample(), acc.Decoded())
 
 	start := time.Now()
+	rule, err := vae.ParseEdgeRule(o.edgeRule)
+	if err != nil {
+		return err
+	}
+	rep.EdgeRule = rule.String()
 	samples, err := flow.Sample(ctx, fm, o.n, flow.WithSeed(o.seed), flow.WithSteps(o.steps), flow.WithBatchSize(o.batch),
-		flow.WithProgress(progress.Bar(stderr, "sampling")))
+		flow.WithEdgeRule(rule), flow.WithProgress(progress.Bar(stderr, "sampling")))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,57 @@
+package vae
+
+import (
+	"testing"
+
+	"lgflow/autograd"
+	"lgflow/graph"
+	"lgflow/tensor"
+)
+
+// TestEdgeRules decodes hand-made scores for a 3-node graph with each rule.
+// Scores are (no edge, edge) per ordered pair:
+//
+//	(0,1) edge, (1,0) edge            -> every rule: edge
+//	(0,2) edge by 3, (2,0) no by 1    -> or: edge, and: none, mean: edge
+//	(1,2) no by 2, (2,1) edge by 1    -> or: edge, and: none, mean: none
+func TestEdgeRules(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 1}}
+	score := map[[2]int][2]float64{
+		{0, 1}: {0, 1}, {1, 0}: {0, 1},
+		{0, 2}: {0, 3}, {2, 0}: {1, 0},
+		{1, 2}: {2, 0}, {2, 1}: {0, 1},
+	}
+	lg := tensor.New(tensor.Float32, 1, 3, 3, 2)
+	for p, s := range score {
+		lg.Set(s[0], 0, p[0], p[1], 0)
+		lg.Set(s[1], 0, p[0], p[1], 1)
+	}
+	dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{3}, N: 3}
+	for _, tc := range []struct {
+		rule EdgeRule
+		want [][2]int
+	}{
+		{EitherDirection, [][2]int{{0, 1}, {0, 2}, {1, 2}}},
+		{BothDirections, [][2]int{{0, 1}}},
+		{MeanLogits, [][2]int{{0, 1}, {0, 2}}},
+	} {
+		g := m.graphs(dec, tc.rule)[0]
+		want := graph.New(3)
+		for _, e := range tc.want {
+			want.AddEdge(e[0], e[1])
+		}
+		if graph.FormatGraph6(g) != graph.FormatGraph6(want) {
+			t.Errorf("%v: edges %v, want %v", tc.rule, g.Edges(), tc.want)
+		}
+		r, err := ParseEdgeRule(tc.rule.String())
+		if err != nil || r != tc.rule {
+			t.Errorf("ParseEdgeRule(%q) = %v, %v", tc.rule.String(), r, err)
+		}
+	}
+	if _, err := ParseEdgeRule("xor"); err == nil {
+		t.Error(`ParseEdgeRule("xor"): no error`)
+	}
+	if _, err := buildDecodeOptions([]DecodeOption{WithEdgeRule(EdgeRule(9))}); err == nil {
+		t.Error("edge rule 9: no error")
+	}
+}
