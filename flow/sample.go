@@ -166,7 +166,7 @@ func timeGrid(steps int, random bool, r *tensor.RNG) []float64 {
 		}
 		return g
 	}
-	mid := sampleTime(r, steps-1)
+	mid := sampleTime(r, steps-1, 0)
 	for i, t := range mid {
 		mid[i] = min(max(t, 0.02), 1)
 	}

@@ -153,12 +153,12 @@ func NodeCountHistogram(gs []*graph.Graph) []int {
 	return c
 }
 
-// sampleTime draws training times: logit-normal(0, 1) mixed 2% with
+// sampleTime draws training times: logit-normal(mean, 1) mixed 2% with
 // uniform, rescaled to [0.01, 0.99].
-func sampleTime(r *tensor.RNG, n int) []float64 {
+func sampleTime(r *tensor.RNG, n int, mean float64) []float64 {
 	t := make([]float64, n)
 	for i := range t {
-		p := 1 / (1 + math.Exp(-r.Normal()))
+		p := 1 / (1 + math.Exp(-(mean + r.Normal())))
 		p = 0.98*p + 0.02*r.Uniform()
 		t[i] = 0.01 + 0.98*p
 	}
@@ -170,7 +170,7 @@ func sampleTime(r *tensor.RNG, n int) []float64 {
 // from r. It is exported for benchmarks and tests.
 func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *autograd.Var {
 	B, N, d := x1.Dim(0), x1.Dim(1), x1.Dim(2)
-	t := sampleTime(r, B)
+	t := sampleTime(r, B, cfg.TimeMean)
 	x0 := tensor.RandN(r, x1.DType(), B, N, d)
 	mask3 := mask.Reshape(B, N, 1)
 	tensor.Mul(x0, x0, mask3)
@@ -363,11 +363,13 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 }
 
 // resumable reports whether a checkpoint written under saved can continue
-// under cfg: the step count and the validation and checkpoint cadence may
-// change, nothing else.
+// under cfg: the step count, the learning rate, the training-time
+// distribution and the validation and checkpoint cadence may change,
+// nothing else.
 func resumable(saved, cfg Config) bool {
 	saved.Steps, saved.ValEvery, saved.ValSamples, saved.ValSteps, saved.CheckpointEvery =
 		cfg.Steps, cfg.ValEvery, cfg.ValSamples, cfg.ValSteps, cfg.CheckpointEvery
+	saved.LR, saved.TimeMean = cfg.LR, cfg.TimeMean
 	return saved == cfg
 }
 

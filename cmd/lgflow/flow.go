@@ -57,6 +57,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	steps := fs.Int("steps", 0, "override: training steps")
 	batch := fs.Int("batch", 0, "override: batch size")
 	lr := fs.Float64("lr", 0, "override: learning rate")
+	timeMean := fs.Float64("time-mean", 0, "location of the logit-normal training-time distribution (0: the reference; > 0 trains more near the data)")
 	valEvery := fs.Int("val-every", -1, "override: steps between validation sampling runs (0: off)")
 	maxTime := fs.Duration("max-time", 0, "stop after this long (resumable), e.g. 60m")
 	logEvery := fs.Int("log-every", 50, "steps between progress lines")
@@ -86,6 +87,10 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	}
 	if *valEvery >= 0 {
 		cfg.ValEvery = *valEvery
+	}
+	cfg.TimeMean = *timeMean
+	if err := cfg.Validate(); err != nil {
+		return usagef("%v", err)
 	}
 	train, err := loadPrepared(ctx, *name, "train", *dataDir, *dataSeed, 0, ae.Cfg)
 	if err != nil {

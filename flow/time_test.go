@@ -1,0 +1,78 @@
+package flow
+
+import (
+	"math"
+	"testing"
+
+	"lgflow/tensor"
+)
+
+// TestSampleTimeLocation checks the training-time distribution against
+// its closed form: t = 0.01 + 0.98·(0.98·sigmoid(m + u) + 0.02·U), so
+// P(t > 0.9) is 0.98·P(sigmoid(m+u) > x) + 0.02·P(U > x) roughly, with x
+// the inverted threshold. The table's values are computed by numerical
+// integration over U of the normal tail.
+func TestSampleTimeLocation(t *testing.T) {
+	phi := func(x float64) float64 { return 0.5 * math.Erfc(x/math.Sqrt2) } // P(N(0,1) > x)
+	// P(t > c) = integral over v in [0,1] of P(0.98·sigmoid(m+u) > p - 0.02·v)
+	want := func(m, c float64) float64 {
+		p := (c - 0.01) / 0.98
+		const k = 2000
+		s := 0.0
+		for i := range k {
+			v := (float64(i) + 0.5) / k
+			q := (p - 0.02*v) / 0.98
+			switch {
+			case q >= 1:
+			case q <= 0:
+				s++
+			default:
+				s += phi(math.Log(q/(1-q)) - m)
+			}
+		}
+		return s / k
+	}
+	for _, tc := range []struct{ mean, cut float64 }{{0, 0.5}, {0, 0.9}, {1, 0.9}, {2, 0.95}, {-1, 0.2}} {
+		ts := sampleTime(tensor.NewRNG(4), 200000, tc.mean)
+		n := 0
+		for _, v := range ts {
+			if v < 0.01 || v > 0.99 {
+				t.Fatalf("time %v outside [0.01, 0.99]", v)
+			}
+			if v > tc.cut {
+				n++
+			}
+		}
+		got, exp := float64(n)/float64(len(ts)), want(tc.mean, tc.cut)
+		if sd := math.Sqrt(exp * (1 - exp) / float64(len(ts))); math.Abs(got-exp) > 5*sd+1e-4 {
+			t.Errorf("mean %v: P(t > %v) = %.4f, want %.4f", tc.mean, tc.cut, got, exp)
+		}
+	}
+}
+
+func TestResumable(t *testing.T) {
+	base, err := Preset("tiny", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want bool
+	}{
+		{"same", func(*Config) {}, true},
+		{"steps", func(c *Config) { c.Steps *= 2 }, true},
+		{"lr", func(c *Config) { c.LR /= 2 }, true},
+		{"time mean", func(c *Config) { c.TimeMean = 1 }, true},
+		{"validation", func(c *Config) { c.ValEvery, c.ValSamples = 7, 3 }, true},
+		{"batch", func(c *Config) { c.BatchSize++ }, false},
+		{"width", func(c *Config) { c.DiT.Width *= 2 }, false},
+		{"target", func(c *Config) { c.Target = PredictVelocity }, false},
+	} {
+		c := base
+		tc.edit(&c)
+		if got := resumable(base, c); got != tc.want {
+			t.Errorf("%s: resumable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
