@@ -214,21 +214,41 @@ func Reconstruct(ctx context.Context, m *Model, d *Dataset, batch int) (Accuracy
 }
 
 // ReconstructNoisy is Reconstruct with Gaussian noise added to the latents
-// before decoding: z = mu + sigma·s·eps, where s is the standard deviation
-// of all latent entries of d (returned) and eps ~ N(0, I) is drawn from
-// seed. It measures how far the decoder tolerates the errors of a
-// generative model in the latent space: a flow whose samples land within
-// sigma·s of real latents decodes as well as the returned accuracy.
+// before decoding (AddLatentNoise: standard deviation sigma·s, s the
+// standard deviation of all latent entries of d, returned). It measures how
+// far the decoder tolerates the errors of a generative model in the latent
+// space: a flow whose samples land within sigma·s of real latents decodes
+// about as well as the returned accuracy.
 func ReconstructNoisy(ctx context.Context, m *Model, d *Dataset, batch int, sigma float64, seed uint64) (Accuracy, float64, error) {
-	if sigma < 0 || math.IsNaN(sigma) {
-		return Accuracy{}, 0, fmt.Errorf("vae: noise level %v must be >= 0", sigma)
-	}
 	lat, err := m.EncodeGraphs(ctx, d.Graphs, batch)
 	if err != nil {
 		return Accuracy{}, 0, err
 	}
+	s, err := AddLatentNoise(lat, sigma, seed)
+	if err != nil {
+		return Accuracy{}, 0, err
+	}
+	acc, err := reconstruct(ctx, m, d, batch, func(lo, hi int, mu *tensor.Tensor) {
+		row := 0
+		for _, z := range lat[lo:hi] {
+			n := z.Dim(0)
+			tensor.Copy(mu.Slice(0, row, row+n), z.To(mu.DType()))
+			row += n
+		}
+	})
+	return acc, s, err
+}
+
+// AddLatentNoise adds Gaussian noise of standard deviation sigma·s to every
+// entry of latents (as EncodeGraphs returns them) in place, where s is the
+// standard deviation of all their entries, and returns s. The draws come
+// from a generator seeded by seed.
+func AddLatentNoise(latents []*tensor.Tensor, sigma float64, seed uint64) (float64, error) {
+	if sigma < 0 || math.IsNaN(sigma) || math.IsInf(sigma, 0) {
+		return 0, fmt.Errorf("vae: noise level %v must be finite and >= 0", sigma)
+	}
 	var sum, sum2, cnt float64
-	for _, z := range lat {
+	for _, z := range latents {
 		for _, v := range z.To(tensor.Float64).Data64() {
 			sum, sum2, cnt = sum+v, sum2+v*v, cnt+1
 		}
@@ -237,17 +257,21 @@ func ReconstructNoisy(ctx context.Context, m *Model, d *Dataset, batch int, sigm
 	if cnt > 0 {
 		s = math.Sqrt(max(sum2/cnt-(sum/cnt)*(sum/cnt), 0))
 	}
+	if sigma == 0 {
+		return s, nil
+	}
 	r := tensor.NewRNG(seed)
-	acc, err := reconstruct(ctx, m, d, batch, func(mu *tensor.Tensor) {
-		noise := tensor.RandN(r, mu.DType(), mu.Shape()...)
-		tensor.AddScaled(mu, mu, noise, sigma*s)
-	})
-	return acc, s, err
+	for _, z := range latents {
+		noise := tensor.RandN(r, z.DType(), z.Shape()...)
+		tensor.AddScaled(z, z, noise, sigma*s)
+	}
+	return s, nil
 }
 
-// reconstruct encodes and decodes d, applying perturb (when not nil) to
-// each batch's concatenated latent means before decoding.
-func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, perturb func(mu *tensor.Tensor)) (Accuracy, error) {
+// reconstruct encodes and decodes d, letting perturb (when not nil) change
+// the concatenated latent means of each batch, graphs [lo, hi), before
+// decoding.
+func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, perturb func(lo, hi int, mu *tensor.Tensor)) (Accuracy, error) {
 	var acc Accuracy
 	if batch <= 0 {
 		batch = 64
@@ -262,7 +286,7 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, perturb f
 		mu, _ := m.Encode(tp, b, d.Features[lo:hi], nil)
 		if perturb != nil {
 			z := mu.Value.Clone()
-			perturb(z)
+			perturb(lo, hi, z)
 			mu = autograd.NewConst(z)
 		}
 		dec := m.DecodeDense(tp, Pad(tp, mu, b), sizes(b))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,4 +105,42 @@ func TestDataEgo(t *testing.T) {
 	gs, err := graph.ReadFile(file)
 	require.NoError(t, err)
 	assert.Len(t, gs, 151)
+}
+
+// TestRecon runs recon on the shipped planar autoencoder: clean figures
+// near the published ones, worse ones under latent noise, and errors for
+// bad flags.
+func TestRecon(t *testing.T) {
+	model := filepath.Join("..", "..", "pretrained", "planar", "vae.safetensors")
+	if _, err := os.Stat(model); err != nil {
+		t.Skip("no shipped planar model")
+	}
+	recon := func(args ...string) map[string]float64 {
+		t.Helper()
+		code, out, errOut := run(t, append([]string{"recon", "-vae", model, "-dataset", "planar", "-split", "test", "-json"}, args...)...)
+		require.Equal(t, 0, code, errOut)
+		var raw map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &raw), out)
+		m := map[string]float64{}
+		for k, v := range raw {
+			if f, ok := v.(float64); ok {
+				m[k] = f
+			}
+		}
+		return m
+	}
+	clean := recon()
+	assert.Equal(t, 256.0, clean["graphs"])
+	assert.Greater(t, clean["edge_acc"], 0.999)
+	assert.Greater(t, clean["sample_acc"], 0.7)
+	assert.Greater(t, clean["valid"], 0.8)
+	noisy := recon("-noise", "0.05", "-edge-rule", "and")
+	assert.Less(t, noisy["sample_acc"], clean["sample_acc"])
+	assert.Greater(t, noisy["latent_std"], 0.0)
+	assert.Equal(t, 0.05, noisy["noise"])
+
+	for _, bad := range [][]string{{"-noise", "-1"}, {"-edge-rule", "xor"}} {
+		code, _, errOut := run(t, append([]string{"recon", "-vae", model, "-dataset", "planar"}, bad...)...)
+		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
+	}
 }
