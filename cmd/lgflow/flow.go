@@ -10,6 +10,7 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph"
+	"lgflow/graph/mol"
 	"lgflow/metrics"
 	"lgflow/vae"
 )
@@ -20,7 +21,8 @@ func init() {
 }
 
 // validityScore returns the fraction-of-valid-graphs scorer used to pick the
-// best flow checkpoint, or nil for datasets without a validity notion.
+// best flow checkpoint (for "moses": graphs that decode to a valid
+// molecule), or nil for datasets without a validity notion.
 func validityScore(dataset string) func([]*graph.Graph) float64 {
 	var valid func(*graph.Graph) bool
 	switch dataset {
@@ -30,6 +32,11 @@ func validityScore(dataset string) func([]*graph.Graph) float64 {
 		valid = metrics.IsValidTree
 	case "price", "tpu":
 		valid = metrics.IsValidDAG
+	case "moses":
+		valid = func(g *graph.Graph) bool {
+			_, err := mol.MOSES.DecodeDatasetGraph(g)
+			return err == nil
+		}
 	default:
 		return nil
 	}

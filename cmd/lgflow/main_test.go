@@ -144,3 +144,32 @@ func TestRecon(t *testing.T) {
 		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
 	}
 }
+
+// TestValidityScore checks the checkpoint-selection scorers on hand-made
+// graphs: a planar/non-planar pair and a valid/over-valent molecule pair
+// (MOSES labels: atom type 0 = C, 3 = O; bond label 0 = single).
+func TestValidityScore(t *testing.T) {
+	k5 := graph.New(5)
+	for i := range 5 {
+		for j := i + 1; j < 5; j++ {
+			k5.AddEdge(i, j)
+		}
+	}
+	c4 := graph.New(4)
+	for i := range 4 {
+		c4.AddEdge(i, (i+1)%4)
+	}
+	assert.Equal(t, 0.5, validityScore("planar")([]*graph.Graph{k5, c4}))
+
+	ethanol := graph.New(3)
+	ethanol.NodeLabels = []int{0, 0, 3}
+	ethanol.AddEdge(0, 1)
+	ethanol.AddEdge(1, 2)
+	penta := graph.New(6) // a carbon with five single bonds
+	penta.NodeLabels = make([]int, 6)
+	for i := 1; i < 6; i++ {
+		penta.AddEdge(0, i)
+	}
+	assert.Equal(t, 0.5, validityScore("moses")([]*graph.Graph{ethanol, penta}))
+	assert.Nil(t, validityScore("ego"))
+}
