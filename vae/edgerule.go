@@ -15,10 +15,12 @@ const (
 	EitherDirection EdgeRule = iota
 	// BothDirections adds {i, j} only when both (i, j) and (j, i) are
 	// predicted to be edges, with the label of (i, j), i < j. Latents that
-	// are slightly off (as generated ones are) produce fewer spurious
-	// edges; for planar graphs, where one spurious edge usually breaks
-	// planarity, this keeps more samples valid (see the package example
-	// figures in README.md).
+	// are slightly off (as generated ones are) then produce fewer spurious
+	// edges. For near-triangulations such as Extended Planar, where one
+	// spurious edge usually breaks planarity, this keeps many more decoded
+	// graphs valid: with test latents perturbed by 3% of the latent spread,
+	// 0.56 of them against 0.35 with EitherDirection ("lgflow recon -noise
+	// 0.03 -edge-rule and").
 	BothDirections
 	// MeanLogits decides {i, j} by the argmax of the mean of the two
 	// pairs' class scores: one symmetric decision from both estimates.
