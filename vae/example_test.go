@@ -38,3 +38,16 @@ func ExampleModel_EncodeGraphs() {
 	// graph 2: 11 nodes, latents [11 4]
 	// decoded 3 graphs; the first has 8 nodes
 }
+
+// ParseEdgeRule reads the names used by the -edge-rule flags; pass the rule
+// to DecodeGraphs or DecodePadded (or flow.Sample) with WithEdgeRule.
+func ExampleParseEdgeRule() {
+	for _, name := range []string{"or", "and", "mean"} {
+		r, err := vae.ParseEdgeRule(name)
+		fmt.Println(r, r == vae.BothDirections, err)
+	}
+	// Output:
+	// or false <nil>
+	// and true <nil>
+	// mean false <nil>
+}
