@@ -102,25 +102,40 @@ func (m *Model) EncodeGraphs(ctx context.Context, gs []*graph.Graph, batchSize i
 	return out, nil
 }
 
-// DecodeGraphs decodes per-graph latents (each (N_i, Latent)) into graphs.
+// decodeChunk is the number of graphs DecodeGraphs decodes at once: the
+// decoder's scores take memory proportional to the number of graphs times
+// the square of the largest node count, so decoding 176,000 molecules in
+// one pass would need tens of gigabytes.
+const decodeChunk = 256
+
+// DecodeGraphs decodes per-graph latents (each (N_i, Latent)) into graphs,
+// in chunks of a few hundred graphs, checking ctx between chunks.
 func (m *Model) DecodeGraphs(ctx context.Context, latents []*tensor.Tensor, opts ...DecodeOption) ([]*graph.Graph, error) {
-	if len(latents) == 0 {
-		return nil, nil
-	}
-	n := 0
-	sz := make([]int, len(latents))
 	for i, z := range latents {
 		if z.Rank() != 2 || z.Dim(1) != m.Cfg.Latent {
 			return nil, fmt.Errorf("vae: latent %d has shape %v, want (N, %d)", i, z.Shape(), m.Cfg.Latent)
 		}
-		sz[i] = z.Dim(0)
-		n = max(n, sz[i])
 	}
-	z := tensor.New(m.DType(), len(latents), n, m.Cfg.Latent)
-	for i, l := range latents {
-		tensor.Copy(z.Slice(0, i, i+1).Slice(1, 0, sz[i]), l.To(m.DType()).Reshape(1, sz[i], m.Cfg.Latent))
+	var out []*graph.Graph
+	for lo := 0; lo < len(latents); lo += decodeChunk {
+		chunk := latents[lo:min(lo+decodeChunk, len(latents))]
+		n := 0
+		sz := make([]int, len(chunk))
+		for i, z := range chunk {
+			sz[i] = z.Dim(0)
+			n = max(n, sz[i])
+		}
+		z := tensor.New(m.DType(), len(chunk), n, m.Cfg.Latent)
+		for i, l := range chunk {
+			tensor.Copy(z.Slice(0, i, i+1).Slice(1, 0, sz[i]), l.To(m.DType()).Reshape(1, sz[i], m.Cfg.Latent))
+		}
+		gs, err := m.DecodePadded(ctx, z, sz, opts...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, gs...)
 	}
-	return m.DecodePadded(ctx, z, sz, opts...)
+	return out, nil
 }
 
 // DecodePadded decodes padded latents z (B, N, Latent) of graphs with the
