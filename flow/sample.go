@@ -85,7 +85,7 @@ func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*grap
 		return nil, fmt.Errorf("flow: batch size must be positive, got %d", o.batch)
 	case o.method != Euler && o.method != Heun:
 		return nil, fmt.Errorf("flow: unknown method %q", o.method)
-	case !validRule(o.edgeRule):
+	case !o.edgeRule.Valid():
 		return nil, fmt.Errorf("flow: unknown edge rule %v", o.edgeRule)
 	case o.sizes != nil && len(o.sizes) != n:
 		return nil, fmt.Errorf("flow: %d node counts for %d graphs", len(o.sizes), n)
@@ -129,12 +129,6 @@ func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*grap
 		}
 	}
 	return out, nil
-}
-
-// validRule reports whether r is one of vae's edge rules.
-func validRule(r vae.EdgeRule) bool {
-	_, err := vae.ParseEdgeRule(r.String())
-	return err == nil
 }
 
 // drawSizes draws n node counts from the histogram counts.

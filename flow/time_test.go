@@ -8,13 +8,12 @@ import (
 )
 
 // TestSampleTimeLocation checks the training-time distribution against
-// its closed form: t = 0.01 + 0.98·(0.98·sigmoid(m + u) + 0.02·U), so
-// P(t > 0.9) is 0.98·P(sigmoid(m+u) > x) + 0.02·P(U > x) roughly, with x
-// the inverted threshold. The table's values are computed by numerical
-// integration over U of the normal tail.
+// its closed form. With t = 0.01 + 0.98·(0.98·sigmoid(m + u) + 0.02·v),
+// u ~ N(0, 1) and v ~ U(0, 1), P(t > c) is the average over v of
+// P(u > logit(q) - m) with q = (p - 0.02·v) / 0.98 and p = (c - 0.01) / 0.98,
+// computed here by the midpoint rule over v.
 func TestSampleTimeLocation(t *testing.T) {
 	phi := func(x float64) float64 { return 0.5 * math.Erfc(x/math.Sqrt2) } // P(N(0,1) > x)
-	// P(t > c) = integral over v in [0,1] of P(0.98·sigmoid(m+u) > p - 0.02·v)
 	want := func(m, c float64) float64 {
 		p := (c - 0.01) / 0.98
 		const k = 2000

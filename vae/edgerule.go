@@ -40,6 +40,9 @@ func (r EdgeRule) String() string {
 	return fmt.Sprintf("EdgeRule(%d)", int(r))
 }
 
+// Valid reports whether r is one of the rules above.
+func (r EdgeRule) Valid() bool { return r >= EitherDirection && r <= MeanLogits }
+
 // ParseEdgeRule parses "or", "and" or "mean".
 func ParseEdgeRule(s string) (EdgeRule, error) {
 	for _, r := range []EdgeRule{EitherDirection, BothDirections, MeanLogits} {
@@ -66,7 +69,7 @@ func buildDecodeOptions(opts []DecodeOption) (decodeOptions, error) {
 	for _, f := range opts {
 		f(&o)
 	}
-	if o.rule < EitherDirection || o.rule > MeanLogits {
+	if !o.rule.Valid() {
 		return o, fmt.Errorf("vae: unknown edge rule %d", int(o.rule))
 	}
 	return o, nil

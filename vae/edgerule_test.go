@@ -48,6 +48,9 @@ func TestEdgeRules(t *testing.T) {
 			t.Errorf("ParseEdgeRule(%q) = %v, %v", tc.rule.String(), r, err)
 		}
 	}
+	if EdgeRule(3).Valid() || EdgeRule(-1).Valid() || !MeanLogits.Valid() {
+		t.Error("Valid is wrong at the ends of the range")
+	}
 	if _, err := ParseEdgeRule("xor"); err == nil {
 		t.Error(`ParseEdgeRule("xor"): no error`)
 	}

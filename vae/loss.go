@@ -277,18 +277,18 @@ func (m *Model) graphs(dec *Decoded, rule EdgeRule) []*graph.Graph {
 	return out
 }
 
-// stdAll returns the standard deviation of all entries of t.
-func stdAll(t *tensor.Tensor) float64 {
-	var sum, sum2 float64
-	v := t.To(tensor.Float64).Data64()
-	for _, x := range v {
-		sum += x
-		sum2 += x * x
+// stdAll returns the standard deviation of all entries of the tensors ts
+// (0 when they hold none).
+func stdAll(ts ...*tensor.Tensor) float64 {
+	var sum, sum2, n float64
+	for _, t := range ts {
+		for _, x := range t.To(tensor.Float64).Data64() {
+			sum, sum2, n = sum+x, sum2+x*x, n+1
+		}
 	}
-	if len(v) == 0 {
+	if n == 0 {
 		return 0
 	}
-	n := float64(len(v))
 	return math.Sqrt(max(sum2/n-(sum/n)*(sum/n), 0))
 }
 

@@ -210,7 +210,29 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 // evaluation mode, returning edge, node and whole-graph accuracy. The model
 // must be in evaluation mode.
 func Reconstruct(ctx context.Context, m *Model, d *Dataset, batch int) (Accuracy, error) {
-	return reconstruct(ctx, m, d, batch, nil)
+	acc, _, err := reconstruct(ctx, m, d, batch, nil, decodeOptions{}, false)
+	return acc, err
+}
+
+// ReconstructLatents decodes latents, one (N_i, Latent) tensor per graph of
+// d as EncodeGraphs returns them (possibly changed, e.g. by
+// AddLatentNoise), and returns the accuracy against d's graphs and the
+// decoded graphs (undirected edges by the WithEdgeRule option; the
+// accuracy's Decoded figure always uses EitherDirection).
+func ReconstructLatents(ctx context.Context, m *Model, d *Dataset, batch int, latents []*tensor.Tensor, opts ...DecodeOption) (Accuracy, []*graph.Graph, error) {
+	if len(latents) != len(d.Graphs) {
+		return Accuracy{}, nil, fmt.Errorf("vae: %d latents for %d graphs", len(latents), len(d.Graphs))
+	}
+	for i, z := range latents {
+		if z.Rank() != 2 || z.Dim(0) != d.Graphs[i].N() || z.Dim(1) != m.Cfg.Latent {
+			return Accuracy{}, nil, fmt.Errorf("vae: latent %d has shape %v, want (%d, %d)", i, z.Shape(), d.Graphs[i].N(), m.Cfg.Latent)
+		}
+	}
+	o, err := buildDecodeOptions(opts)
+	if err != nil {
+		return Accuracy{}, nil, err
+	}
+	return reconstruct(ctx, m, d, batch, latents, o, true)
 }
 
 // ReconstructNoisy is Reconstruct with Gaussian noise added to the latents
@@ -228,14 +250,7 @@ func ReconstructNoisy(ctx context.Context, m *Model, d *Dataset, batch int, sigm
 	if err != nil {
 		return Accuracy{}, 0, err
 	}
-	acc, err := reconstruct(ctx, m, d, batch, func(lo, hi int, mu *tensor.Tensor) {
-		row := 0
-		for _, z := range lat[lo:hi] {
-			n := z.Dim(0)
-			tensor.Copy(mu.Slice(0, row, row+n), z.To(mu.DType()))
-			row += n
-		}
-	})
+	acc, _, err := reconstruct(ctx, m, d, batch, lat, decodeOptions{}, false)
 	return acc, s, err
 }
 
@@ -247,16 +262,7 @@ func AddLatentNoise(latents []*tensor.Tensor, sigma float64, seed uint64) (float
 	if sigma < 0 || math.IsNaN(sigma) || math.IsInf(sigma, 0) {
 		return 0, fmt.Errorf("vae: noise level %v must be finite and >= 0", sigma)
 	}
-	var sum, sum2, cnt float64
-	for _, z := range latents {
-		for _, v := range z.To(tensor.Float64).Data64() {
-			sum, sum2, cnt = sum+v, sum2+v*v, cnt+1
-		}
-	}
-	s := 0.0
-	if cnt > 0 {
-		s = math.Sqrt(max(sum2/cnt-(sum/cnt)*(sum/cnt), 0))
-	}
+	s := stdAll(latents...)
 	if sigma == 0 {
 		return s, nil
 	}
@@ -268,36 +274,44 @@ func AddLatentNoise(latents []*tensor.Tensor, sigma float64, seed uint64) (float
 	return s, nil
 }
 
-// reconstruct encodes and decodes d, letting perturb (when not nil) change
-// the concatenated latent means of each batch, graphs [lo, hi), before
-// decoding.
-func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, perturb func(lo, hi int, mu *tensor.Tensor)) (Accuracy, error) {
+// reconstruct decodes d batch by batch and scores the result: from the
+// given per-graph latents, or from z = mu encoded here when latents is nil.
+// With keep it also returns the decoded graphs under o's edge rule.
+func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents []*tensor.Tensor, o decodeOptions, keep bool) (Accuracy, []*graph.Graph, error) {
 	var acc Accuracy
+	var out []*graph.Graph
 	if batch <= 0 {
 		batch = 64
 	}
 	for lo := 0; lo < len(d.Graphs); lo += batch {
 		if err := ctx.Err(); err != nil {
-			return acc, err
+			return acc, nil, err
 		}
 		hi := min(lo+batch, len(d.Graphs))
 		b := graph.NewBatch(d.Graphs[lo:hi])
 		tp := autograd.NoGrad()
-		mu, _ := m.Encode(tp, b, d.Features[lo:hi], nil)
-		if perturb != nil {
-			z := mu.Value.Clone()
-			perturb(lo, hi, z)
-			mu = autograd.NewConst(z)
+		var z *autograd.Var
+		if latents == nil {
+			z, _ = m.Encode(tp, b, d.Features[lo:hi], nil)
+		} else {
+			z = autograd.NewConst(tensor.Concat(nil, 0, latents[lo:hi]...).To(m.DType()))
 		}
-		dec := m.DecodeDense(tp, Pad(tp, mu, b), sizes(b))
+		dec := m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
 		a := accuracy(dec, b)
-		for i, g := range m.graphs(dec, EitherDirection) {
+		decoded := m.graphs(dec, EitherDirection)
+		for i, g := range decoded {
 			if sameGraph(g, b.Graphs[i]) {
 				a.GraphsDecoded++
 			}
 		}
+		if keep {
+			if o.rule != EitherDirection {
+				decoded = m.graphs(dec, o.rule)
+			}
+			out = append(out, decoded...)
+		}
 		acc.Add(a)
 		tp.Release()
 	}
-	return acc, nil
+	return acc, out, nil
 }

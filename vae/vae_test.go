@@ -255,6 +255,42 @@ func checkNoisy(t *testing.T, m *Model, d *Dataset) {
 	if _, _, err := ReconstructNoisy(ctx, m, d, 16, -1, 0); err == nil {
 		t.Error("negative noise: no error")
 	}
+
+	// ReconstructLatents on clean latents scores like Reconstruct and
+	// returns what DecodeGraphs decodes.
+	lat, err := m.EncodeGraphs(ctx, d.Graphs, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Reconstruct(ctx, m, d, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rule := range []EdgeRule{EitherDirection, BothDirections} {
+		acc, gs, err := ReconstructLatents(ctx, m, d, 7, lat, WithEdgeRule(rule))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acc != want {
+			t.Errorf("%v: ReconstructLatents accuracy %+v, Reconstruct %+v", rule, acc, want)
+		}
+		dec, err := m.DecodeGraphs(ctx, lat, WithEdgeRule(rule))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range gs {
+			if graph.FormatGraph6(gs[i]) != graph.FormatGraph6(dec[i]) {
+				t.Errorf("%v: graph %d: %s from ReconstructLatents, %s from DecodeGraphs", rule, i, graph.FormatGraph6(gs[i]), graph.FormatGraph6(dec[i]))
+			}
+		}
+	}
+	if _, _, err := ReconstructLatents(ctx, m, d, 16, lat[1:]); err == nil {
+		t.Error("ReconstructLatents with a latent missing: no error")
+	}
+	wrong := append([]*tensor.Tensor{tensor.New(tensor.Float32, d.Graphs[0].N()+1, m.Cfg.Latent)}, lat[1:]...)
+	if _, _, err := ReconstructLatents(ctx, m, d, 16, wrong); err == nil {
+		t.Error("ReconstructLatents with a latent of the wrong node count: no error")
+	}
 }
 
 // checkInit checks TrainOptions.Init: training from a model's weights with

@@ -211,31 +211,22 @@ func runRecon(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var acc vae.Accuracy
-	var scale float64
-	if *noise > 0 {
-		acc, scale, err = vae.ReconstructNoisy(ctx, m, d, *batch, *noise, *seed)
-	} else {
-		acc, err = vae.Reconstruct(ctx, m, d, *batch)
-	}
+	// One encoding and one decoding give the accuracies and, for datasets
+	// with a validity notion, the valid fraction under the edge rule.
+	lat, err := m.EncodeGraphs(ctx, d.Graphs, *batch)
 	if err != nil {
 		return err
 	}
-	// For datasets with a validity notion, the fraction of decoded graphs
-	// (with the same latent noise) that are valid under the edge rule.
+	scale, err := vae.AddLatentNoise(lat, *noise, *seed)
+	if err != nil {
+		return err
+	}
+	acc, gs, err := vae.ReconstructLatents(ctx, m, d, *batch, lat, vae.WithEdgeRule(rule))
+	if err != nil {
+		return err
+	}
 	valid := -1.0
 	if score := validityScore(*name); score != nil {
-		lat, err := m.EncodeGraphs(ctx, d.Graphs, *batch)
-		if err != nil {
-			return err
-		}
-		if _, err := vae.AddLatentNoise(lat, *noise, *seed); err != nil {
-			return err
-		}
-		gs, err := m.DecodeGraphs(ctx, lat, vae.WithEdgeRule(rule))
-		if err != nil {
-			return err
-		}
 		valid = score(gs)
 	}
 	if *asJSON {

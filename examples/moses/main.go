@@ -24,7 +24,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,6 +41,7 @@ import (
 	"lgflow/graph/datasets"
 	"lgflow/graph/mol"
 	"lgflow/graph/mol/moses"
+	"lgflow/internal/atomicfile"
 	"lgflow/internal/modroot"
 	"lgflow/internal/progress"
 	"lgflow/vae"
@@ -270,7 +270,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	rep.Valid = r.Valid
 	rep.Unique, rep.Novel, rep.Filters = num(r.Unique[0]), num(r.Novelty), num(r.Filters)
 	rep.SNN, rep.Scaf = num(r.SNN), num(r.Scaf)
-	if err := writeJSON(filepath.Join(o.out, "report.json"), rep); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(o.out, "report.json"), rep); err != nil {
 		return err
 	}
 	printTable(stdout, rep)
@@ -433,13 +433,5 @@ func writeSMILES(path string, smiles []string) error {
 			}
 		}
 		return nil
-	})
-}
-
-func writeJSON(path string, v any) error {
-	return graph.WriteFileAtomic(path, func(w io.Writer) error {
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(v)
 	})
 }

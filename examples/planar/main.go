@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +27,7 @@ import (
 	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/graph/render"
+	"lgflow/internal/atomicfile"
 	"lgflow/internal/modroot"
 	"lgflow/internal/progress"
 	"lgflow/metrics"
@@ -209,7 +209,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	rep.MMD.Degree, rep.MMD.Clustering, rep.MMD.Orbit, rep.MMD.Spectral = get(r.Degree), get(r.Clustering), get(r.Orbit), get(r.Spectral)
 	rep.Valid, rep.Unique, rep.Novel, rep.VUN = get(r.Valid), get(r.Unique), get(r.Novel), get(r.VUN)
-	if err := writeJSON(filepath.Join(o.out, "report.json"), rep); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(o.out, "report.json"), rep); err != nil {
 		return err
 	}
 	printTable(stdout, rep)
@@ -286,14 +286,6 @@ func trainAll(ctx context.Context, o options, train, val []*graph.Graph, stderr 
 func writeSVG(path string, gs []*graph.Graph) error {
 	return graph.WriteFileAtomic(path, func(w io.Writer) error {
 		return render.GridSVG(w, gs, 6, render.Options{Width: 200, Height: 200})
-	})
-}
-
-func writeJSON(path string, v any) error {
-	return graph.WriteFileAtomic(path, func(w io.Writer) error {
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(v)
 	})
 }
 

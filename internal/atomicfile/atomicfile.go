@@ -5,6 +5,7 @@ package atomicfile
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -57,4 +58,13 @@ func Write(path string, write func(w io.Writer) error) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// WriteJSON writes v as indented JSON to path atomically (see Write).
+func WriteJSON(path string, v any) error {
+	return Write(path, func(w io.Writer) error {
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(v)
+	})
 }

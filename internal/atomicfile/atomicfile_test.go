@@ -32,3 +32,23 @@ func TestWrite(t *testing.T) {
 		t.Fatal("writing into a missing directory succeeded")
 	}
 }
+
+func TestWriteJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := WriteJSON(path, map[string]any{"a": 1, "b": []int{2, 3}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\n  \"a\": 1,\n  \"b\": [\n    2,\n    3\n  ]\n}\n"; string(got) != want {
+		t.Errorf("wrote %q, want %q", got, want)
+	}
+	if err := WriteJSON(path, func() {}); err == nil {
+		t.Error("an unencodable value: no error")
+	}
+	if again, _ := os.ReadFile(path); string(again) != string(got) {
+		t.Error("a failed write changed the file")
+	}
+}

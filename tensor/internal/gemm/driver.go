@@ -313,15 +313,6 @@ func (j *job[T]) packA(dst []T, ic, mcur, pc, kcur int) {
 		i0 := ic + ir
 		if j.transA {
 			// op(A)[i][p] = a[p*lda+i]: each p is a contiguous run of h.
-			// Full 6-row panels (the AVX2 float32 kernel) copy fixed-size
-			// arrays: a memmove call per 6 elements costs more than the copy.
-			if h == mr && mr == 6 {
-				for p := range kcur {
-					o := (pc+p)*lda + i0
-					*(*[6]T)(d[p*6:]) = *(*[6]T)(a[o:])
-				}
-				continue
-			}
 			for p := range kcur {
 				src := a[(pc+p)*lda+i0 : (pc+p)*lda+i0+h]
 				dp := d[p*mr : p*mr+mr]
@@ -386,14 +377,6 @@ func (j *job[T]) packB(dst []T, jc, ncur, pc, kcur, q0, q1 int) {
 		d := dst[q*nr*kcur : (q+1)*nr*kcur]
 		if !j.transB {
 			// op(B)[p][j] = b[p*ldb+j]: each p is a contiguous run of w.
-			// Full 16-column panels copy fixed-size arrays (see packA).
-			if w == nr && nr == 16 {
-				for p := range kcur {
-					o := (pc+p)*ldb + col
-					*(*[16]T)(d[p*16:]) = *(*[16]T)(b[o:])
-				}
-				continue
-			}
 			for p := range kcur {
 				src := b[(pc+p)*ldb+col : (pc+p)*ldb+col+w]
 				dp := d[p*nr : p*nr+nr]
