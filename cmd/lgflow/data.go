@@ -8,6 +8,7 @@ import (
 
 	"lgflow/graph"
 	"lgflow/graph/datasets"
+	"lgflow/internal/progress"
 )
 
 func init() {
@@ -22,7 +23,7 @@ func runData(ctx context.Context, args []string) error {
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	dir := fs.String("data", "", "data directory holding ego/ and tpu_tile/ (default: $LGFLOW_DATA, else ../shared/data beside go.mod)")
 	n := fs.Int("n", 0, "nodes per synthetic graph (0: the dataset's own)")
-	progress := fs.Bool("progress", false, "report progress on standard error")
+	showProgress := fs.Bool("progress", false, "report progress on standard error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -38,17 +39,8 @@ func runData(ctx context.Context, args []string) error {
 		return usagef("-n must be >= 0")
 	}
 	opt := datasets.Options{Seed: *seed, N: *n, Dir: *dir}
-	if *progress {
-		last := -1
-		opt.Progress = func(done, total int) {
-			if pct := 100 * done / max(total, 1); pct != last {
-				last = pct
-				fmt.Fprintf(stderr, "\r%s %s: %d/%d graphs", *name, *split, done, total)
-				if done == total {
-					fmt.Fprintln(stderr)
-				}
-			}
-		}
+	if *showProgress {
+		opt.Progress = progress.Bar(stderr, *name+" "+*split)
 	}
 	gs, err := datasets.Load(ctx, *name, *split, opt)
 	if err != nil {

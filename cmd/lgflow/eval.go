@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"lgflow/graph"
+	"lgflow/internal/progress"
 	"lgflow/metrics"
 )
 
@@ -26,7 +28,7 @@ func runEval(ctx context.Context, args []string) error {
 	labels := fs.Bool("node-labels", false, "isomorphism tests respect node labels (TPU Tile)")
 	isoTimeout := fs.Duration("iso-timeout", 0, "time limit per isomorphism look-up (0: 5s for dag, none otherwise; <0: none)")
 	decimals := fs.Int("decimals", 1, "decimals in the table")
-	progress := fs.Bool("progress", false, "report progress on standard error")
+	showProgress := fs.Bool("progress", false, "report progress on standard error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -67,17 +69,18 @@ func runEval(ctx context.Context, args []string) error {
 		return err
 	}
 	opt := metrics.Options{Kind: kind, EMD: *emd, DirectoCompat: *compat, NodeLabels: *labels, IsoTimeout: *isoTimeout}
-	if *progress {
-		last := ""
+	if *showProgress {
+		var mu sync.Mutex
+		bars := map[string]func(done, total int){}
 		opt.Progress = func(stage string, done, total int) {
-			msg := fmt.Sprintf("\r%s: %d/%d", stage, done, total)
-			if msg != last {
-				last = msg
-				fmt.Fprint(stderr, msg)
-				if done == total {
-					fmt.Fprintln(stderr)
-				}
+			mu.Lock()
+			bar, ok := bars[stage]
+			if !ok {
+				bar = progress.Bar(stderr, stage)
+				bars[stage] = bar
 			}
+			mu.Unlock()
+			bar(done, total)
 		}
 	}
 	start := time.Now()

@@ -11,6 +11,7 @@ import (
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/mol"
+	"lgflow/internal/progress"
 	"lgflow/metrics"
 	"lgflow/vae"
 )
@@ -103,14 +104,10 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	lat, err := flow.EncodeLatents(ctx, ae, train, 128, func(done, total int) {
-		fmt.Fprintf(stderr, "\rencoding latents %d/%d", done, total)
-	})
+	lat, err := flow.EncodeLatents(ctx, ae, train, 128, progress.Bar(stderr, "encoding latents"))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, " (%.1fs)\n", time.Since(start).Seconds())
 	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Score: validityScore(*name),
 		LogEvery: *logEvery, MaxDuration: *maxTime,
 		Progress: func(p flow.Progress) {
@@ -156,15 +153,11 @@ func runSample(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	start := time.Now()
 	gs, err := flow.Sample(ctx, m, *n, flow.WithSeed(*seed), flow.WithSteps(*steps), flow.WithBatchSize(*batch),
-		flow.WithMethod(flow.Method(*method)), flow.WithEdgeRule(rule), flow.WithProgress(func(done, total int) {
-			fmt.Fprintf(stderr, "\rsampled %d/%d graphs", done, total)
-		}))
+		flow.WithMethod(flow.Method(*method)), flow.WithEdgeRule(rule), flow.WithProgress(progress.Bar(stderr, "sampling")))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, " (%.1fs)\n", time.Since(start).Seconds())
 	if *out == "-" {
 		return graph.WriteGraphs(stdout, gs)
 	}

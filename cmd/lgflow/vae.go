@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lgflow/graph/datasets"
+	"lgflow/internal/progress"
 	"lgflow/vae"
 )
 
@@ -28,15 +29,7 @@ func loadPrepared(ctx context.Context, name, split, dataDir string, seed uint64,
 	if limit > 0 && limit < len(gs) {
 		gs = gs[:limit]
 	}
-	start := time.Now()
-	d, err := vae.Prepare(ctx, gs, cfg, func(done, total int) {
-		fmt.Fprintf(stderr, "\r%s %s: eigenpairs %d/%d", name, split, done, total)
-	})
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(stderr, " (%.1fs)\n", time.Since(start).Seconds())
-	return d, nil
+	return vae.Prepare(ctx, gs, cfg, progress.Bar(stderr, fmt.Sprintf("%s %s: eigenpairs", name, split)))
 }
 
 // modelFlags registers flags that override a preset's model and training
