@@ -142,6 +142,7 @@ const (
 	metaNodeCounts = "node_counts"
 	metaVAEConfig  = "vae_config"
 	metaVAEPrint   = "vae_fingerprint"
+	metaEncPrint   = "vae_encoder_fingerprint"
 	kindFlow       = "lgflow.flow"
 )
 
@@ -156,6 +157,7 @@ func (m *Model) Save(path string, extra map[string]string) error {
 		metaNodeCounts:     trainer.MarshalMeta(m.NodeCounts),
 		metaVAEConfig:      trainer.MarshalMeta(m.VAE.Cfg),
 		metaVAEPrint:       nn.Fingerprint(m.VAE),
+		metaEncPrint:       m.VAE.EncoderFingerprint(),
 	}
 	for k, v := range extra {
 		meta[k] = v
@@ -164,8 +166,11 @@ func (m *Model) Save(path string, extra map[string]string) error {
 }
 
 // Load reads a flow checkpoint written by Save and binds it to the given
-// LG-VAE, which must be the one the flow was trained with: the same
-// configuration and the same weights (nn.Fingerprint).
+// LG-VAE, which must encode as the one the flow was trained with did: the
+// same architecture and the same encoder weights (vae.Model.EncoderFingerprint;
+// the decoder may have been fine-tuned since). Checkpoints written before
+// encoder fingerprints were stored require the same weights throughout
+// (nn.Fingerprint).
 func Load(path string, ae *vae.Model) (*Model, error) {
 	f, err := safetensors.Load(path)
 	if err != nil {
@@ -197,11 +202,15 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	if err := trainer.UnmarshalMeta(f.Metadata, metaVAEConfig, &vc); err != nil {
 		return nil, err
 	}
-	if vc != ae.Cfg {
+	if vc.Architecture() != ae.Cfg.Architecture() {
 		return nil, fmt.Errorf("trained with LG-VAE config %+v, given %+v", vc, ae.Cfg)
 	}
 	// Checkpoints written before fingerprints were stored have none.
-	if want, ok := f.Metadata[metaVAEPrint]; ok {
+	if want, ok := f.Metadata[metaEncPrint]; ok {
+		if got := ae.EncoderFingerprint(); got != want {
+			return nil, fmt.Errorf("trained in the latent space of LG-VAE encoder weights %.12s..., given encoder weights %.12s... (same configuration, different weights: use the autoencoder the flow was trained with)", want, got)
+		}
+	} else if want, ok := f.Metadata[metaVAEPrint]; ok {
 		if got := nn.Fingerprint(ae); got != want {
 			return nil, fmt.Errorf("trained in the latent space of LG-VAE weights %.12s..., given weights %.12s... (same configuration, different weights: use the autoencoder the flow was trained with)", want, got)
 		}

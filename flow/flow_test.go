@@ -425,6 +425,47 @@ func TestSaveLoad(t *testing.T) {
 		t.Errorf("flow checkpoint with other VAE weights: error %v", err)
 	}
 
+	// A fine-tuned decoder (same encoder, other decoder weights and
+	// training-only settings) keeps the latent space: accepted.
+	tuned, err := vae.New(f.ae.Cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd := nn.StateDict(f.ae)
+	for name, v := range sd {
+		c := v.Clone()
+		if strings.HasPrefix(name, "decoder.") {
+			tensor.AddScalar(c, c, 0.5)
+		}
+		sd[name] = c
+	}
+	if err := nn.LoadStateDict(tuned, sd); err != nil {
+		t.Fatal(err)
+	}
+	tuned.Cfg.LatentNoise, tuned.Cfg.KLWeight = 0.02, 1e-3
+	if tuned.EncoderFingerprint() != f.ae.EncoderFingerprint() || nn.Fingerprint(tuned) == nn.Fingerprint(f.ae) {
+		t.Fatal("fingerprints do not separate encoder and decoder")
+	}
+	if _, err := flow.Load(path, tuned); err != nil {
+		t.Errorf("flow with a decoder-tuned VAE: %v", err)
+	}
+	// Checkpoints from before encoder fingerprints need identical weights.
+	old, err := safetensors.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(old.Metadata, "vae_encoder_fingerprint")
+	oldPath := filepath.Join(dir, "old.safetensors")
+	if err := safetensors.Save(oldPath, old.Tensors, old.Metadata); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flow.Load(oldPath, f.ae); err != nil {
+		t.Errorf("old-style checkpoint with its own VAE: %v", err)
+	}
+	if _, err := flow.Load(oldPath, tuned); err == nil || !strings.Contains(err.Error(), "different weights") {
+		t.Errorf("old-style checkpoint with a decoder-tuned VAE: error %v", err)
+	}
+
 	// Broken and foreign files are errors.
 	aePath := filepath.Join(dir, "vae.safetensors")
 	if err := f.ae.Save(aePath, nil); err != nil {

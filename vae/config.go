@@ -216,3 +216,12 @@ func PresetNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// Architecture returns c without its training-only settings (KLWeight,
+// LogVarInit, LatentNoise): two configurations with the same Architecture
+// build the same parameters and encode and decode alike, whatever they were
+// trained with.
+func (c Config) Architecture() Config {
+	c.KLWeight, c.LogVarInit, c.LatentNoise = 0, 0, 0
+	return c
+}

@@ -58,7 +58,19 @@ func Pad(tp *autograd.Tape, x *autograd.Var, b *graph.Batch) *autograd.Var {
 // training mode the latents are sampled with the reparameterisation
 // trick; in evaluation mode z = mu.
 func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *tensor.RNG) (*Loss, *Decoded) {
-	mu, logvar := m.Encode(tp, b, feats, r)
+	var mu, logvar *autograd.Var
+	if m.frozenEncoder {
+		// The encoder as the flow sees it: evaluation mode, no gradient.
+		ng := autograd.NoGrad()
+		training := m.training
+		m.Train(false)
+		mu0, lv0 := m.Encode(ng, b, feats, nil)
+		m.Train(training)
+		mu, logvar = autograd.NewConst(mu0.Value.Clone()), autograd.NewConst(lv0.Value.Clone())
+		ng.Release()
+	} else {
+		mu, logvar = m.Encode(tp, b, feats, r)
+	}
 	z := mu
 	if m.training {
 		z = Reparameterize(tp, mu, logvar, r)

@@ -3,6 +3,7 @@ package vae
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"lgflow/autograd"
 	"lgflow/graph"
@@ -44,6 +45,9 @@ type Model struct {
 	head1    *nn.Linear // E -> E
 	head2    *nn.Linear // E -> 2d
 	training bool
+	// frozenEncoder runs the encoder without gradients in evaluation mode
+	// (TrainOptions.FreezeEncoder).
+	frozenEncoder bool
 
 	// decoder
 	nodeHead *nn.Linear // d -> a, nil if unlabelled
@@ -421,3 +425,26 @@ func (m *Model) DecodeDense(tp *autograd.Tape, z *autograd.Var, sizes []int) *De
 	out.EdgeLogits = tp.Contiguous(logit) // (B, N, N, C)
 	return out
 }
+
+// EncoderFingerprint returns the nn.Fingerprint of the encoder's weights
+// and buffers alone. Latents depend on nothing else (given the
+// configuration), so a model whose decoder was fine-tuned with
+// TrainOptions.FreezeEncoder keeps its encoder fingerprint, and an LG-Flow
+// trained in its latent space stays usable with it.
+func (m *Model) EncoderFingerprint() string { return nn.Fingerprint(encoderView{m}) }
+
+// encoderView is the encoder part of a Model as an nn.Module.
+type encoderView struct{ m *Model }
+
+func (e encoderView) Params() []nn.Param {
+	var ps []nn.Param
+	for _, p := range e.m.Params() {
+		if strings.HasPrefix(p.Name, "encoder.") {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// Buffers returns the BatchNorm statistics, all of which are the encoder's.
+func (e encoderView) Buffers() []nn.Param { return e.m.Buffers() }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"lgflow/autograd"
@@ -50,6 +52,17 @@ type TrainOptions struct {
 	// example with a larger KL weight); its architecture must match the
 	// configuration being trained. A resumed state takes precedence.
 	Init *Model
+	// FreezeEncoder trains the decoder only. The encoder runs in evaluation
+	// mode with its weights as Init (or the resumed state) gave them, so
+	// the latent space, and any LG-Flow trained in it, stays valid (see
+	// Model.EncoderFingerprint). With Config.LatentNoise this makes an
+	// existing decoder tolerate a generative model's errors.
+	FreezeEncoder bool
+	// ValNoise, when positive, validates on latents with Gaussian noise of
+	// ValNoise latent standard deviations added (ReconstructNoisy, a fixed
+	// seed per validation), so the best checkpoint is the most tolerant
+	// decoder rather than the most exact one.
+	ValNoise float64
 }
 
 // Checkpoint file names inside TrainOptions.Dir.
@@ -90,11 +103,21 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 	if tc.BatchSize <= 0 || tc.Steps <= 0 {
 		return nil, fmt.Errorf("vae: BatchSize and Steps must be positive (got %d, %d)", tc.BatchSize, tc.Steps)
 	}
+	if opts.FreezeEncoder && opts.Init == nil && !opts.Resume {
+		return nil, errors.New("vae: FreezeEncoder needs trained weights (Init or Resume)")
+	}
+	if opts.ValNoise < 0 || math.IsNaN(opts.ValNoise) || math.IsInf(opts.ValNoise, 0) {
+		return nil, fmt.Errorf("vae: ValNoise must be finite and >= 0, got %v", opts.ValNoise)
+	}
 	m, err := New(cfg, tc.Seed)
 	if err != nil {
 		return nil, err
 	}
+	m.frozenEncoder = opts.FreezeEncoder
 	params := trainer.OptimParams(m)
+	if opts.FreezeEncoder {
+		params = slices.DeleteFunc(params, func(p optim.Param) bool { return !strings.HasPrefix(p.Name, "decoder.") })
+	}
 	opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: tc.LR, Beta1: tc.Beta1, Beta2: tc.Beta2, Eps: 1e-8, WeightDecay: tc.WeightDecay})
 	if err != nil {
 		return nil, err
@@ -168,7 +191,12 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		validated := false
 		if val != nil && len(val.Graphs) > 0 && tc.ValEvery > 0 && (step%tc.ValEvery == 0 || step == tc.Steps) {
 			m.Train(false)
-			acc, err := Reconstruct(ctx, m, val, tc.BatchSize)
+			var acc Accuracy
+			if opts.ValNoise > 0 {
+				acc, _, err = ReconstructNoisy(ctx, m, val, tc.BatchSize, opts.ValNoise, 1)
+			} else {
+				acc, err = Reconstruct(ctx, m, val, tc.BatchSize)
+			}
 			m.Train(true)
 			if err != nil {
 				return m, errors.Join(err, save())

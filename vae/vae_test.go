@@ -3,6 +3,7 @@ package vae
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"lgflow/autograd"
@@ -128,6 +129,7 @@ func TestTrainTinyExact(t *testing.T) {
 	_ = m
 	checkNoisy(t, best, d)
 	checkInit(t, best, c, tc, d)
+	checkFreezeEncoder(t, best, c, tc, d)
 	checkLatentNoise(t, best, d)
 	z, err := best.EncodeGraphs(context.Background(), gs, 5)
 	if err != nil {
@@ -315,6 +317,54 @@ func checkInit(t *testing.T, from *Model, c Config, tc TrainConfig, d *Dataset) 
 	c.Width++
 	if _, err := Train(ctx, c, tc, d, nil, TrainOptions{Init: from}); err == nil {
 		t.Error("Init with another architecture: no error")
+	}
+}
+
+// checkFreezeEncoder checks TrainOptions.FreezeEncoder: the decoder moves,
+// the encoder (and so its fingerprint and every latent) does not, the
+// noisy validation runs, and there is nothing to freeze without weights.
+func checkFreezeEncoder(t *testing.T, from *Model, c Config, tc TrainConfig, d *Dataset) {
+	t.Helper()
+	ctx := context.Background()
+	c.LatentNoise = 0.05
+	tc.Steps, tc.LR, tc.MinLR, tc.ValEvery = 20, 1e-3, 1e-3, 10
+	var vals int
+	m, err := Train(ctx, c, tc, d, d, TrainOptions{Init: from, FreezeEncoder: true, ValNoise: 0.02, Progress: func(p Progress) {
+		if p.Val != nil {
+			vals++
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vals == 0 {
+		t.Error("no validation reported")
+	}
+	if m.EncoderFingerprint() != from.EncoderFingerprint() {
+		t.Error("FreezeEncoder changed the encoder")
+	}
+	if nn.Fingerprint(m) == nn.Fingerprint(from) {
+		t.Error("FreezeEncoder left the decoder unchanged")
+	}
+	m.Train(false)
+	a, err := m.EncodeGraphs(ctx, d.Graphs, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := from.EncodeGraphs(ctx, d.Graphs, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a {
+		if !slices.Equal(a[i].Data32(), b[i].Data32()) {
+			t.Fatalf("graph %d: latents changed under FreezeEncoder", i)
+		}
+	}
+	if _, err := Train(ctx, c, tc, d, nil, TrainOptions{FreezeEncoder: true}); err == nil {
+		t.Error("FreezeEncoder without Init or Resume: no error")
+	}
+	if _, err := Train(ctx, c, tc, d, nil, TrainOptions{Init: from, ValNoise: -1}); err == nil {
+		t.Error("negative ValNoise: no error")
 	}
 }
 
