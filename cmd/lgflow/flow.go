@@ -67,6 +67,8 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	lr := fs.Float64("lr", 0, "override: learning rate")
 	timeMean := fs.Float64("time-mean", 0, "location of the logit-normal training-time distribution (0: the reference; > 0 trains more near the data)")
 	valEvery := fs.Int("val-every", -1, "override: steps between validation sampling runs (0: off)")
+	valSamples := fs.Int("val-samples", 0, "override: graphs sampled per validation (more: a steadier best-checkpoint choice)")
+	valSteps := fs.Int("val-steps", 0, "override: integration steps per validation sample")
 	maxTime := fs.Duration("max-time", 0, "stop after this long (resumable), e.g. 60m")
 	logEvery := fs.Int("log-every", 50, "steps between progress lines")
 	if err := parseFlags(fs, args); err != nil {
@@ -95,6 +97,12 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	}
 	if *valEvery >= 0 {
 		cfg.ValEvery = *valEvery
+	}
+	if *valSamples > 0 {
+		cfg.ValSamples = *valSamples
+	}
+	if *valSteps > 0 {
+		cfg.ValSteps = *valSteps
 	}
 	cfg.TimeMean = *timeMean
 	if err := cfg.Validate(); err != nil {
