@@ -114,7 +114,7 @@ type tol struct{ rtol, atol float64 }
 // kinds of operations, for tolerances.
 const (
 	kExact   = iota // same arithmetic on every backend (copies, +, ×, comparisons)
-	kElem           // one or two roundings apart (fused multiply-add, division)
+	kElem           // one or two roundings apart (fused multiply-add, division), of operands up to about 2 in magnitude
 	kTrans          // transcendental functions of the device's math library
 	kReduce         // sums accumulated in float64 in another order
 	kSoftmax        // exponentials and float64 sums
@@ -128,7 +128,9 @@ func tolFor(dt tensor.DType, kind int) tol {
 		case kExact:
 			return tol{0, 0}
 		case kElem:
-			return tol{1e-15, 1e-300}
+			// A contracted a + s·b differs by a rounding of s·b, which
+			// cancellation can make large next to the result.
+			return tol{1e-15, 2e-16}
 		case kTrans:
 			return tol{1e-13, 1e-15}
 		default:
@@ -139,7 +141,7 @@ func tolFor(dt tensor.DType, kind int) tol {
 	case kExact:
 		return tol{0, 0}
 	case kElem:
-		return tol{3e-7, 1e-30}
+		return tol{3e-7, 1e-7}
 	case kTrans:
 		return tol{1e-5, 1e-6}
 	case kReduce:
