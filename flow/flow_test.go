@@ -572,6 +572,19 @@ func TestResume(t *testing.T) {
 	if _, err := flow.Load(filepath.Join(dir, flow.ModelFile), f.ae); err != nil {
 		t.Errorf("model file of the resumed run: %v", err)
 	}
+	// The last-checkpoint model holds the final EMA weights.
+	if s := stepOf(t, filepath.Join(dir, flow.LastFile)); s != "40" {
+		t.Errorf("last model at step %s, want 40", s)
+	}
+	last, err := flow.Load(filepath.Join(dir, flow.LastFile), f.ae)
+	if err != nil {
+		t.Fatalf("last model: %v", err)
+	}
+	for k, x := range nn.StateDict(last.Net) {
+		if tensor.MaxAbs(tensor.Sub(nil, x, b[k])) != 0 {
+			t.Errorf("%s differs between the last model file and the returned model", k)
+		}
+	}
 
 	// A checkpoint of another architecture is refused.
 	other := cfg

@@ -135,9 +135,13 @@ type TrainOptions struct {
 	MaxDuration time.Duration
 }
 
-// Checkpoint files in TrainOptions.Dir.
+// Checkpoint files in TrainOptions.Dir: ModelFile is the sampling model
+// with the best validation score (or the final one without validation),
+// LastFile the sampling model (EMA weights) of the latest checkpoint, and
+// StateFile the resumable training state.
 const (
 	ModelFile = "flow.safetensors"
+	LastFile  = "last.safetensors"
 	StateFile = "state.safetensors"
 )
 
@@ -276,24 +280,32 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		}
 	}
 	meta[metaScale] = fmt.Sprint(m.Scale)
+	// sampler returns a Model whose Net holds the current EMA weights.
+	sampler := func() (*Model, error) {
+		s := *m
+		net, err := dit.New(cfg.DiT, tensor.NewRNG(0))
+		if err != nil {
+			return nil, err
+		}
+		if err := ema.CopyTo(trainer.OptimParams(net)); err != nil {
+			return nil, err
+		}
+		s.Net = net
+		return &s, nil
+	}
 	save := func() error {
 		if statePath == "" {
 			return nil
 		}
 		meta["best_score"] = fmt.Sprint(best)
-		return trainer.SaveState(statePath, net, opt, step, meta, ema.Weights())
-	}
-	// sampler returns a Model whose Net holds the current EMA weights.
-	sampler := func() (*Model, error) {
-		s := *m
-		s.Net, err = dit.New(cfg.DiT, tensor.NewRNG(0))
+		if err := trainer.SaveState(statePath, net, opt, step, meta, ema.Weights()); err != nil {
+			return err
+		}
+		s, err := sampler()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if err := ema.CopyTo(trainer.OptimParams(s.Net)); err != nil {
-			return nil, err
-		}
-		return &s, nil
+		return s.Save(filepath.Join(opts.Dir, LastFile), map[string]string{"step": fmt.Sprint(step)})
 	}
 	logEvery := opts.LogEvery
 	if logEvery <= 0 {

@@ -57,7 +57,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors)")
 	name := fs.String("dataset", "", "dataset the LG-VAE was trained on")
 	preset := fs.String("preset", "cpu", "DiT preset: cpu, T, S, B (or tiny)")
-	out := fs.String("out", "", "output directory (flow.safetensors, state.safetensors)")
+	out := fs.String("out", "", "output directory (flow.safetensors: best; last.safetensors: latest EMA; state.safetensors)")
 	resume := fs.Bool("resume", false, "continue from OUT/state.safetensors")
 	seed := fs.Uint64("seed", 0, "seed")
 	dataSeed := fs.Uint64("data-seed", 0, "seed of the synthetic dataset")
