@@ -22,21 +22,7 @@ import (
 // e.g. -fsanitize=address (then run the test binary with
 // LD_PRELOAD=$(g++ -print-file-name=libasan.so)).
 func TestEmulatedConformance(t *testing.T) {
-	if os.Getenv("LGFLOW_CUDA_EMULATE") != "1" {
-		t.Skip("set LGFLOW_CUDA_EMULATE=1 to run (needs g++ and NVRTC)")
-	}
-	gxx, err := exec.LookPath("g++")
-	if err != nil {
-		t.Skip("no g++")
-	}
-	if _, err := loadNVRTC(defaultLibs.nvrtc); err != nil {
-		t.Skipf("no NVRTC: %v", err)
-	}
-	lib := buildFakeCUDA(t, gxx)
-	b, err := open(libNames{cuda: []string{lib}, cublas: []string{lib}, nvrtc: defaultLibs.nvrtc}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := emulatedBackend(t)
 	t.Logf("emulated device: %+v", b.Device())
 	for _, det := range []bool{true, false} {
 		b.SetDeterministic(det)
@@ -57,6 +43,28 @@ func TestEmulatedConformance(t *testing.T) {
 	if st2 := b.MemStats(); st2.Cached != 0 || st2.Reserved != st2.InUse {
 		t.Errorf("after EmptyCache: %+v", st2)
 	}
+}
+
+// emulatedBackend returns a Backend on the fake libcuda/libcublas, or skips
+// t unless LGFLOW_CUDA_EMULATE=1 and g++ and NVRTC are there.
+func emulatedBackend(t *testing.T) *Backend {
+	t.Helper()
+	if os.Getenv("LGFLOW_CUDA_EMULATE") != "1" {
+		t.Skip("set LGFLOW_CUDA_EMULATE=1 to run (needs g++ and NVRTC)")
+	}
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("no g++")
+	}
+	if _, err := loadNVRTC(defaultLibs.nvrtc); err != nil {
+		t.Skipf("no NVRTC: %v", err)
+	}
+	lib := buildFakeCUDA(t, gxx)
+	b, err := open(libNames{cuda: []string{lib}, cublas: []string{lib}, nvrtc: defaultLibs.nvrtc}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // buildFakeCUDA compiles the kernels with testdata/emu into a shared library

@@ -192,7 +192,9 @@ func (m *Model) TimeEmbedding(dt tensor.DType, t []float64) *tensor.Tensor {
 // Forward computes the network output for x (B, N, d) at times t (len B)
 // with token mask (B, N) (1 = real token; nil = all real) and the
 // self-conditioning input xsc (B, N, d), which may be nil (treated as
-// zeros). The result has shape (B, N, d) and is zero on padded tokens.
+// zeros). The result has shape (B, N, d) and is zero on padded tokens. It
+// is computed on x's backend, where the parameters must be (nn.ToBackend);
+// mask may be on the CPU.
 func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *tensor.Tensor, xsc *autograd.Var) *autograd.Var {
 	shape := x.Shape()
 	if len(shape) != 3 || shape[2] != m.Cfg.Dim {
@@ -202,21 +204,28 @@ func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 	if len(t) != B {
 		panic(fmt.Sprintf("dit.Forward: %d times for batch of %d", len(t), B))
 	}
-	dt := x.DType()
+	dt, be := x.DType(), x.Value.Backend()
 	if mask == nil {
 		mask = tensor.Full(dt, 1, B, N)
+	}
+	if mask.Backend() != be {
+		mask = mask.ToBackend(be)
 	}
 	mask3 := autograd.NewConst(mask.Reshape(B, N, 1))
 	h := x
 	if m.Cfg.SelfCond {
 		if xsc == nil {
-			xsc = autograd.NewConst(tensor.New(dt, shape...))
+			xsc = autograd.NewConst(tensor.NewOn(be, dt, shape...))
 		}
 		h = tp.Concat(2, x, xsc)
 	}
 	h = tp.Mul(m.in.Forward(tp, h), mask3)
 
-	c := autograd.NewConst(m.TimeEmbedding(dt, t))
+	temb := m.TimeEmbedding(dt, t)
+	if be != tensor.CPU {
+		temb = temb.ToBackend(be)
+	}
+	c := autograd.NewConst(temb)
 	c = m.time2.Forward(tp, tp.SiLU(m.time1.Forward(tp, c)))
 	sc := tp.Unsqueeze(tp.SiLU(c), 1) // (B, 1, E)
 

@@ -12,6 +12,7 @@ import (
 	"lgflow/autograd"
 	"lgflow/dit"
 	"lgflow/graph"
+	"lgflow/nn"
 	"lgflow/optim"
 	"lgflow/tensor"
 	"lgflow/trainer"
@@ -133,6 +134,11 @@ type TrainOptions struct {
 	LogEvery int
 	// MaxDuration stops training (after a checkpoint) once exceeded.
 	MaxDuration time.Duration
+	// Backend runs the training steps on another tensor backend, such as
+	// the GPU backend that package cuda registers (nil: the CPU). Batches
+	// are assembled on the CPU and uploaded; validation sampling, the EMA
+	// model that Train returns, and the files it writes are on the CPU.
+	Backend tensor.Backend
 }
 
 // Checkpoint files in TrainOptions.Dir: ModelFile is the sampling model
@@ -187,15 +193,23 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 	tensor.Sub(xt, x1, x0)
 	tensor.Mul(xt, xt, tt)
 	tensor.Add(xt, xt, x0)
-	xtV := autograd.NewConst(xt)
+	// The network's backend: the batch is built on the CPU and uploaded.
+	be := net.Params()[0].V.Value.Backend()
+	up := func(t *tensor.Tensor) *tensor.Tensor {
+		if be == tensor.CPU {
+			return t
+		}
+		return t.ToBackend(be)
+	}
+	xtV, devMask := autograd.NewConst(up(xt)), up(mask)
 	var xsc *autograd.Var
 	if cfg.DiT.SelfCond && r.Uniform() < cfg.SelfCondProb {
 		ng := autograd.NoGrad()
-		p := net.Forward(ng, xtV, t, mask, nil)
+		p := net.Forward(ng, xtV, t, devMask, nil)
 		xsc = autograd.NewConst(p.Value.Clone())
 		ng.Release()
 	}
-	pred := net.Forward(tp, xtV, t, mask, xsc)
+	pred := net.Forward(tp, xtV, t, devMask, xsc)
 	// Per-graph weights: mask / (n_valid * d * B) and, for x0 prediction,
 	// 1 / max(t, 0.1)^2.
 	w := tensor.New(x1.DType(), B, N, 1)
@@ -220,7 +234,7 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 	if cfg.Target == PredictVelocity {
 		target = tensor.Sub(nil, x1, x0)
 	}
-	return tp.SquaredError(pred, autograd.NewConst(target), w)
+	return tp.SquaredError(pred, autograd.NewConst(up(target)), up(w))
 }
 
 // Train trains an LG-Flow model in the latent space of the frozen ae on the
@@ -238,6 +252,11 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	net, err := dit.New(cfg.DiT, tensor.NewRNG(cfg.Seed))
 	if err != nil {
 		return nil, err
+	}
+	if be := opts.Backend; be != nil && be != tensor.CPU {
+		if err := nn.ToBackend(net, be); err != nil {
+			return nil, fmt.Errorf("flow: %w", err)
+		}
 	}
 	params := trainer.OptimParams(net)
 	opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: cfg.LR, Beta1: cfg.Beta1, Beta2: cfg.Beta2, Eps: 1e-8, WeightDecay: cfg.WeightDecay})

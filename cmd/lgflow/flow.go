@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"lgflow/cuda"
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/mol"
 	"lgflow/internal/progress"
 	"lgflow/metrics"
+	"lgflow/tensor"
 	"lgflow/vae"
 )
 
@@ -71,11 +73,16 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	valSteps := fs.Int("val-steps", 0, "override: integration steps per validation sample")
 	maxTime := fs.Duration("max-time", 0, "stop after this long (resumable), e.g. 60m")
 	logEvery := fs.Int("log-every", 50, "steps between progress lines")
+	device := fs.String("device", "cpu", "where the training steps run: cpu or cuda (an NVIDIA GPU through the driver, cuBLAS and NVRTC)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *vaePath == "" || *name == "" || *out == "" {
 		return usagef("need -vae, -dataset and -out")
+	}
+	backend, err := backendByName(*device)
+	if err != nil {
+		return err
 	}
 	ae, err := vae.Load(*vaePath)
 	if err != nil {
@@ -116,7 +123,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Score: validityScore(*name),
+	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Score: validityScore(*name), Backend: backend,
 		LogEvery: *logEvery, MaxDuration: *maxTime,
 		Progress: func(p flow.Progress) {
 			line := fmt.Sprintf("step %6d/%d  loss %.4f  %.2f steps/s  elapsed %s  eta %s", p.Step, p.Steps, p.Loss, p.StepsPerSecond,
@@ -170,4 +177,20 @@ func runSample(ctx context.Context, args []string) error {
 		return graph.WriteGraphs(stdout, gs)
 	}
 	return graph.WriteFile(*out, gs)
+}
+
+// backendByName returns the tensor backend for -device: the CPU, or the
+// CUDA backend, which is loaded (and its kernels compiled) on first use.
+func backendByName(name string) (tensor.Backend, error) {
+	switch name {
+	case "cpu":
+		return tensor.CPU, nil
+	case "cuda", "gpu":
+		b, err := cuda.Init()
+		if err != nil {
+			return nil, fmt.Errorf("-device %s: %w", name, err)
+		}
+		return b, nil
+	}
+	return nil, usagef("-device must be cpu or cuda, got %q", name)
 }
