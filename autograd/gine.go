@@ -15,7 +15,9 @@ import (
 // per-class table looked up with eidx, or nil (then out[i] = Σ h[src[k]],
 // the plain GIN sum without ReLU). The (edges, F) messages are never
 // materialised: the backward pass recomputes the ReLU masks. out has h's shape.
-// CPU only; work is split across cores by feature columns.
+// On the CPU the op is fused and its work split across cores by feature
+// columns; other backends compose it from IndexSelect, ReLU and ScatterAdd
+// (materialising the messages).
 func (tp *Tape) GINEAggregate(h, e *Var, src, dst, eidx []int32) *Var {
 	tp.checkIn("GINEAggregate", h)
 	if h.Rank() != 2 {
@@ -45,6 +47,9 @@ func (tp *Tape) GINEAggregate(h, e *Var, src, dst, eidx []int32) *Var {
 	checkIndex("GINEAggregate", dst, nodes)
 	if e != nil && eidx != nil {
 		checkIndex("GINEAggregate", eidx, e.Dim(0))
+	}
+	if h.Value.Backend() != tensor.CPU {
+		return tp.gineComposed(h, e, src, dst, eidx, nodes)
 	}
 	hv := tp.contig(h.Value)
 	var ev *tensor.Tensor
@@ -291,4 +296,18 @@ func gineGrad64(dh, de, gy, h, e []float64, src, dst, eidx []int32, f, lo, hi in
 			}
 		}
 	}
+}
+
+// gineComposed is GINEAggregate from backend-generic ops, for backends
+// without the fused CPU kernel.
+func (tp *Tape) gineComposed(h, e *Var, src, dst, eidx []int32, nodes int) *Var {
+	msg := tp.IndexSelect(h, 0, src)
+	if e != nil {
+		et := e
+		if eidx != nil {
+			et = tp.IndexSelect(e, 0, eidx)
+		}
+		msg = tp.ReLU(tp.Add(msg, et))
+	}
+	return tp.ScatterAdd(msg, dst, nodes)
 }

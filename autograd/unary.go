@@ -138,6 +138,16 @@ func (tp *Tape) Clamp(a *Var, lo, hi float64) *Var {
 
 func clampBackward(tp *Tape, n *node) {
 	g := tp.gradBuf(n)
+	if n.a.Value.Backend() != tensor.CPU {
+		// gy·[x > lo]·[hi > x] from backend ops (the CPU path also passes
+		// the gradient at x == lo or hi exactly).
+		t := tp.alloc(n.a.Value, n.a.Shape()...)
+		tensor.ReLUGrad(g, tensor.AddScalar(t, n.a.Value, -n.f0), n.out.Grad)
+		tensor.MulScalar(t, n.a.Value, -1)
+		tensor.ReLUGrad(g, tensor.AddScalar(t, t, n.f1), g)
+		tp.addGrad(n.a, g, true)
+		return
+	}
 	x := tp.contig(n.a.Value)
 	gy := tp.contig(n.out.Grad)
 	if g.DType() == tensor.Float32 {

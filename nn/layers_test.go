@@ -250,3 +250,23 @@ func TestFingerprint(t *testing.T) {
 		t.Error("float32 and float64 modules share a fingerprint")
 	}
 }
+
+// TestToBackendNoOp checks ToBackend where nothing moves: every module,
+// BatchNorm included, is already on the CPU, and the values stay the same
+// tensors. (Moving to a GPU is tested in package cuda.)
+func TestToBackendNoOp(t *testing.T) {
+	lin := NewLinear(tensor.NewRNG(1), 3, 2)
+	w := lin.W.Value
+	if err := ToBackend(lin, tensor.CPU); err != nil {
+		t.Fatal(err)
+	}
+	if lin.W.Value != w {
+		t.Error("ToBackend to the CPU replaced a CPU parameter")
+	}
+	if err := ToBackend(NewBatchNorm1d(4), tensor.CPU); err != nil {
+		t.Errorf("BatchNorm to the CPU: %v", err)
+	}
+	if err := ToBackend(lin, nil); err == nil {
+		t.Error("nil backend accepted")
+	}
+}

@@ -49,7 +49,7 @@ func sizes(b *graph.Batch) []int {
 // layout (B, MaxN, d) with zero rows for padding, differentiably.
 func Pad(tp *autograd.Tape, x *autograd.Var, b *graph.Batch) *autograd.Var {
 	d := x.Dim(1)
-	zero := autograd.NewConst(tensor.New(x.DType(), 1, d))
+	zero := autograd.NewConst(tensor.NewOn(x.Value.Backend(), x.DType(), 1, d))
 	all := tp.Concat(0, x, zero)
 	return tp.Reshape(tp.Gather(all, padIndex(b)), b.Len(), b.MaxN, d)
 }
@@ -77,6 +77,7 @@ func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 		if a := m.Cfg.LatentNoise; a > 0 {
 			noise := tensor.RandN(r, mu.DType(), mu.Shape()...)
 			tensor.MulScalar(noise, noise, a*stdAll(mu.Value))
+			noise = m.onModel(noise)
 			z = tp.Add(z, autograd.NewConst(noise))
 		}
 	}
@@ -294,6 +295,9 @@ func (m *Model) graphs(dec *Decoded, rule EdgeRule) []*graph.Graph {
 func stdAll(ts ...*tensor.Tensor) float64 {
 	var sum, sum2, n float64
 	for _, t := range ts {
+		if t.Backend() != tensor.CPU {
+			t = t.ToBackend(tensor.CPU)
+		}
 		for _, x := range t.To(tensor.Float64).Data64() {
 			sum, sum2, n = sum+x, sum2+x*x, n+1
 		}

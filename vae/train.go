@@ -63,6 +63,12 @@ type TrainOptions struct {
 	// seed per validation), so the best checkpoint is the most tolerant
 	// decoder rather than the most exact one.
 	ValNoise float64
+	// Backend runs the training steps on another tensor backend, such as
+	// the GPU backend that package cuda registers (nil: the CPU). Batches
+	// are assembled on the CPU and uploaded; validation runs on a CPU copy
+	// of the model, and the model Train returns is on the CPU. Models with
+	// BatchNorm train on the CPU only.
+	Backend tensor.Backend
 }
 
 // Checkpoint file names inside TrainOptions.Dir.
@@ -114,6 +120,28 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		return nil, err
 	}
 	m.frozenEncoder = opts.FreezeEncoder
+	onDevice := opts.Backend != nil && opts.Backend != tensor.CPU
+	if onDevice {
+		if err := nn.ToBackend(m, opts.Backend); err != nil {
+			return nil, fmt.Errorf("vae: %w", err)
+		}
+	}
+	// host returns m itself on the CPU, or a CPU copy of it in evaluation
+	// mode (for validation, saving, and the model Train returns).
+	host := func() (*Model, error) {
+		if !onDevice {
+			return m, nil
+		}
+		c, err := New(cfg, tc.Seed)
+		if err != nil {
+			return nil, err
+		}
+		if err := nn.LoadStateDict(c, nn.StateDict(m)); err != nil {
+			return nil, err
+		}
+		c.Train(false)
+		return c, nil
+	}
 	params := trainer.OptimParams(m)
 	if opts.FreezeEncoder {
 		params = slices.DeleteFunc(params, func(p optim.Param) bool { return !strings.HasPrefix(p.Name, "decoder.") })
@@ -165,15 +193,25 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 	if logEvery <= 0 {
 		logEvery = 50
 	}
+	// finish returns the model on the CPU with err and the last checkpoint's.
+	finish := func(err error) (*Model, error) {
+		err = errors.Join(err, save())
+		h, herr := host()
+		if herr != nil {
+			return m, errors.Join(err, herr)
+		}
+		h.Train(false)
+		return h, err
+	}
 	clock := trainer.NewClock(step)
 	var lastVal *Accuracy
 	m.Train(true)
 	for step < tc.Steps {
 		if err := ctx.Err(); err != nil {
-			return m, errors.Join(err, save())
+			return finish(err)
 		}
 		if opts.MaxDuration > 0 && clock.Elapsed() > opts.MaxDuration {
-			return m, save()
+			return finish(nil)
 		}
 		lr := sched.LR(step + 1)
 		opt.SetLR(lr)
@@ -191,15 +229,19 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		validated := false
 		if val != nil && len(val.Graphs) > 0 && tc.ValEvery > 0 && (step%tc.ValEvery == 0 || step == tc.Steps) {
 			m.Train(false)
+			hm, err := host()
+			if err != nil {
+				return m, err
+			}
 			var acc Accuracy
 			if opts.ValNoise > 0 {
-				acc, _, err = ReconstructNoisy(ctx, m, val, tc.BatchSize, opts.ValNoise, 1)
+				acc, _, err = ReconstructNoisy(ctx, hm, val, tc.BatchSize, opts.ValNoise, 1)
 			} else {
-				acc, err = Reconstruct(ctx, m, val, tc.BatchSize)
+				acc, err = Reconstruct(ctx, hm, val, tc.BatchSize)
 			}
 			m.Train(true)
 			if err != nil {
-				return m, errors.Join(err, save())
+				return finish(err)
 			}
 			lastVal, validated = &acc, true
 			// Best by sample accuracy, ties (such as 0 early on) broken by
@@ -207,7 +249,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			if acc.Sample() > best || acc.Sample() == best && acc.Edge() > bestEdge || best < 0 {
 				best, bestEdge = acc.Sample(), acc.Edge()
 				if modelPath != "" {
-					if err := m.Save(modelPath, map[string]string{"val_sample_acc": fmt.Sprint(best), "val_edge_acc": fmt.Sprint(bestEdge), "step": fmt.Sprint(step)}); err != nil {
+					if err := hm.Save(modelPath, map[string]string{"val_sample_acc": fmt.Sprint(best), "val_edge_acc": fmt.Sprint(bestEdge), "step": fmt.Sprint(step)}); err != nil {
 						return m, err
 					}
 				}
@@ -227,11 +269,15 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 	}
 	m.Train(false)
 	if modelPath != "" && (val == nil || len(val.Graphs) == 0 || tc.ValEvery <= 0) {
-		if err := m.Save(modelPath, nil); err != nil {
+		hm, err := host()
+		if err != nil {
+			return m, err
+		}
+		if err := hm.Save(modelPath, nil); err != nil {
 			return m, err
 		}
 	}
-	return m, save()
+	return finish(nil)
 }
 
 // Reconstruct encodes every graph of d with z = mu and decodes it in

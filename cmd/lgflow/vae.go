@@ -126,12 +126,17 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	initPath := fs.String("init", "", "start from this LG-VAE's weights (fine-tuning; same architecture)")
 	freeze := fs.Bool("freeze-encoder", false, "train the decoder only (with -init or -resume): the latent space, and flows trained in it, stay valid")
 	valNoise := fs.Float64("val-noise", 0, "validate with this much latent noise (x latent std), keeping the most tolerant decoder")
+	device := fs.String("device", "cpu", "where the training steps run: cpu or cuda (an NVIDIA GPU; LayerNorm presets)")
 	mf := newModelFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *name == "" || *out == "" {
 		return usagef("need -dataset and -out")
+	}
+	backend, err := backendByName(*device)
+	if err != nil {
+		return err
 	}
 	p, err := vae.PresetFor(*name, *preset)
 	if err != nil {
@@ -159,7 +164,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	cfgJSON, _ := json.Marshal(p)
 	fmt.Fprintf(stderr, "train-vae %s: %d train, %d val graphs; %s\n", *name, len(train.Graphs), len(val.Graphs), cfgJSON)
 	_, err = vae.Train(ctx, p.Model, p.Train, train, val, vae.TrainOptions{Dir: *out, Resume: *resume, Init: init, LogEvery: *logEvery, MaxDuration: *maxTime,
-		FreezeEncoder: *freeze, ValNoise: *valNoise,
+		FreezeEncoder: *freeze, ValNoise: *valNoise, Backend: backend,
 		Progress: func(pr vae.Progress) {
 			line := fmt.Sprintf("step %6d/%d  loss %.4f (edge %.4f node %.4f kl %.1f)  lr %.2e  %.2f steps/s  elapsed %s  eta %s",
 				pr.Step, pr.Steps, pr.Loss, pr.Edge, pr.Node, pr.KL, pr.LR, pr.StepsPerSecond, pr.Elapsed.Round(time.Second), pr.ETA.Round(time.Second))
