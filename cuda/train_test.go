@@ -3,9 +3,11 @@ package cuda
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"testing"
 
 	"lgflow/flow"
+	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/nn"
 	"lgflow/tensor"
@@ -163,4 +165,36 @@ func checkFlowTraining(t *testing.T, be tensor.Backend) {
 		t.Error("all weights zero after training")
 	}
 	t.Logf("losses on %s: %.6g; on the CPU: %.6g", be.Name(), devLoss, cpuLoss)
+
+	// Sampling with the denoiser on be gives the CPU's graphs (the noise is
+	// drawn on the CPU; rounding may flip a rare edge decision).
+	path := filepath.Join(t.TempDir(), "flow.safetensors")
+	if err := cpu.Save(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	onDev, err := flow.Load(path, ae)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := onDev.ToBackend(be); err != nil {
+		t.Fatal(err)
+	}
+	const n = 10
+	want, err := flow.Sample(ctx, cpu, n, flow.WithSeed(4), flow.WithSteps(6), flow.WithBatchSize(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := flow.Sample(ctx, onDev, n, flow.WithSeed(4), flow.WithSteps(6), flow.WithBatchSize(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := 0
+	for i := range want {
+		if graph.FormatGraph6(got[i]) == graph.FormatGraph6(want[i]) {
+			same++
+		}
+	}
+	if same < n-1 {
+		t.Errorf("%d of %d graphs sampled on %s equal the CPU's", same, n, be.Name())
+	}
 }

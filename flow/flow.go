@@ -16,6 +16,7 @@
 package flow
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -230,4 +231,14 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	}
 	m.Net = net
 	return m, nil
+}
+
+// ToBackend moves the denoiser to backend b (for example the GPU backend
+// that package cuda registers), where Sample then integrates; the LG-VAE
+// decodes on the CPU. Call it before sampling starts, not during.
+func (m *Model) ToBackend(b tensor.Backend) error {
+	if m == nil || m.Net == nil {
+		return errors.New("flow: ToBackend needs a loaded model")
+	}
+	return nn.ToBackend(m.Net, b)
 }

@@ -150,7 +150,12 @@ func runSample(ctx context.Context, args []string) error {
 	method := fs.String("method", "euler", "integrator: euler or heun")
 	edgeRule := fs.String("edge-rule", "or", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one")
 	out := fs.String("o", "-", "output graph6/digraph6 file (\"-\": standard output)")
+	device := fs.String("device", "cpu", "where the denoiser runs: cpu or cuda (the LG-VAE decodes on the CPU)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	backend, err := backendByName(*device)
+	if err != nil {
 		return err
 	}
 	rule, err := vae.ParseEdgeRule(*edgeRule)
@@ -166,6 +171,9 @@ func runSample(ctx context.Context, args []string) error {
 	}
 	m, err := flow.Load(*flowPath, ae)
 	if err != nil {
+		return err
+	}
+	if err := m.ToBackend(backend); err != nil {
 		return err
 	}
 	gs, err := flow.Sample(ctx, m, *n, flow.WithSeed(*seed), flow.WithSteps(*steps), flow.WithBatchSize(*batch),
