@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"lgflow/cuda"
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/datasets"
@@ -31,6 +32,7 @@ import (
 	"lgflow/internal/modroot"
 	"lgflow/internal/progress"
 	"lgflow/metrics"
+	"lgflow/tensor"
 	"lgflow/vae"
 )
 
@@ -44,6 +46,8 @@ type options struct {
 	vaeSteps, flowSteps    int
 	ntrainEval             int
 	edgeRule               string
+	device                 string
+	backend                tensor.Backend
 }
 
 func main() {
@@ -61,7 +65,21 @@ func main() {
 	flag.DurationVar(&o.flowTime, "flow-time", 0, "with -train: stop LG-Flow training after this long (0: run its steps)")
 	flag.IntVar(&o.vaeSteps, "vae-steps", 0, "with -train: override LG-VAE steps")
 	flag.IntVar(&o.flowSteps, "flow-steps", 0, "with -train: override LG-Flow steps")
+	flag.StringVar(&o.device, "device", "cpu", "where training steps and the denoiser run: cpu or cuda (an NVIDIA GPU)")
 	flag.Parse()
+	switch o.device {
+	case "cpu":
+	case "cuda":
+		b, err := cuda.Init()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "planar: -device cuda:", err)
+			os.Exit(1)
+		}
+		o.backend = b
+	default:
+		fmt.Fprintf(os.Stderr, "planar: -device must be cpu or cuda, got %q\n", o.device)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, o, os.Stdout, os.Stderr)
@@ -108,6 +126,9 @@ type Report struct {
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	if o.backend == nil {
+		o.backend = tensor.CPU
+	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
@@ -159,9 +180,15 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
+	if err := fm.ToBackend(o.backend); err != nil {
+		return err
+	}
 	var rep Report
 	rep.Dataset, rep.NSamples, rep.Steps, rep.Seed = "planar", o.n, o.steps, o.seed
 	rep.Hardware = fmt.Sprintf("%s/%s, %d CPU threads (GOMAXPROCS)", runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
+	if g, ok := o.backend.(*cuda.Backend); ok {
+		rep.Hardware += ", denoiser on " + g.Device().Name
+	}
 	rep.Models.VAE, rep.Models.Flow = vaePath, flowPath
 
 	testSet, err := vae.Prepare(ctx, test, ae.Cfg, nil)
@@ -237,7 +264,7 @@ func trainAll(ctx context.Context, o options, train, val []*graph.Graph, stderr 
 	}
 	vaeDir := filepath.Join(o.out, "vae")
 	fmt.Fprintf(stderr, "training LG-VAE (%d steps, batch %d; resumable: state in %s)\n", p.Train.Steps, p.Train.BatchSize, vaeDir)
-	_, err = vae.Train(ctx, p.Model, p.Train, trainSet, valSet, vae.TrainOptions{Dir: vaeDir, Resume: true, MaxDuration: o.vaeTime, LogEvery: 10,
+	_, err = vae.Train(ctx, p.Model, p.Train, trainSet, valSet, vae.TrainOptions{Dir: vaeDir, Resume: true, MaxDuration: o.vaeTime, LogEvery: 10, Backend: o.backend,
 		Progress: func(pr vae.Progress) {
 			fmt.Fprintf(stderr, "\rLG-VAE step %d/%d loss %.4f best val sample acc %.3f eta %s   ", pr.Step, pr.Steps, pr.Loss, max(pr.BestSample, 0), pr.ETA.Round(time.Second))
 		}})
@@ -263,7 +290,7 @@ func trainAll(ctx context.Context, o options, train, val []*graph.Graph, stderr 
 	}
 	flowDir := filepath.Join(o.out, "flow")
 	fmt.Fprintf(stderr, "training LG-Flow (%d steps, batch %d; resumable: state in %s)\n", cfg.Steps, cfg.BatchSize, flowDir)
-	_, err = flow.Train(ctx, cfg, ae, trainSet, lat, flow.TrainOptions{Dir: flowDir, Resume: true, MaxDuration: o.flowTime, LogEvery: 10,
+	_, err = flow.Train(ctx, cfg, ae, trainSet, lat, flow.TrainOptions{Dir: flowDir, Resume: true, MaxDuration: o.flowTime, LogEvery: 10, Backend: o.backend,
 		Score: func(gs []*graph.Graph) float64 {
 			n := 0
 			for _, g := range gs {
