@@ -387,3 +387,20 @@ func rowThreads(k, limit int) int {
 	}
 	return t
 }
+
+// Select returns the tensor backend a -device flag names: tensor.CPU for
+// "cpu", and for "cuda" (or "gpu") the GPU backend, loaded by Init on first
+// use. Anything else is an error.
+func Select(device string) (tensor.Backend, error) {
+	switch device {
+	case "cpu", "":
+		return tensor.CPU, nil
+	case "cuda", "gpu":
+		b, err := Init()
+		if err != nil {
+			return nil, fmt.Errorf("-device %s: %w", device, err)
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("unknown device %q (want cpu or cuda)", device)
+}

@@ -470,3 +470,22 @@ func TestNVRTCCompile(t *testing.T) {
 		t.Errorf("bad source: %v", err)
 	}
 }
+
+func TestSelect(t *testing.T) {
+	for _, name := range []string{"cpu", ""} {
+		if b, err := Select(name); err != nil || b != tensor.CPU {
+			t.Errorf("Select(%q) = %v, %v; want the CPU", name, b, err)
+		}
+	}
+	if _, err := Select("tpu"); err == nil || !strings.Contains(err.Error(), "tpu") {
+		t.Errorf("Select(tpu): error %v", err)
+	}
+	ok, why := Available()
+	b, err := Select("cuda")
+	switch {
+	case ok && (err != nil || b != tensor.BackendByName("cuda")):
+		t.Errorf("GPU available, Select(cuda) = %v, %v", b, err)
+	case !ok && err == nil:
+		t.Errorf("no GPU (%s), but Select(cuda) succeeded", why)
+	}
+}

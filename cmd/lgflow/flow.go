@@ -14,7 +14,6 @@ import (
 	"lgflow/graph/mol"
 	"lgflow/internal/progress"
 	"lgflow/metrics"
-	"lgflow/tensor"
 	"lgflow/vae"
 )
 
@@ -80,7 +79,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	if *vaePath == "" || *name == "" || *out == "" {
 		return usagef("need -vae, -dataset and -out")
 	}
-	backend, err := backendByName(*device)
+	backend, err := cuda.Select(*device)
 	if err != nil {
 		return err
 	}
@@ -154,7 +153,7 @@ func runSample(ctx context.Context, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	backend, err := backendByName(*device)
+	backend, err := cuda.Select(*device)
 	if err != nil {
 		return err
 	}
@@ -185,20 +184,4 @@ func runSample(ctx context.Context, args []string) error {
 		return graph.WriteGraphs(stdout, gs)
 	}
 	return graph.WriteFile(*out, gs)
-}
-
-// backendByName returns the tensor backend for -device: the CPU, or the
-// CUDA backend, which is loaded (and its kernels compiled) on first use.
-func backendByName(name string) (tensor.Backend, error) {
-	switch name {
-	case "cpu":
-		return tensor.CPU, nil
-	case "cuda", "gpu":
-		b, err := cuda.Init()
-		if err != nil {
-			return nil, fmt.Errorf("-device %s: %w", name, err)
-		}
-		return b, nil
-	}
-	return nil, usagef("-device must be cpu or cuda, got %q", name)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"lgflow/cuda"
 	"lgflow/graph/datasets"
 	"lgflow/internal/progress"
 	"lgflow/vae"
@@ -134,7 +135,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	if *name == "" || *out == "" {
 		return usagef("need -dataset and -out")
 	}
-	backend, err := backendByName(*device)
+	backend, err := cuda.Select(*device)
 	if err != nil {
 		return err
 	}

@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"lgflow/cuda"
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/datasets"
@@ -44,6 +45,7 @@ import (
 	"lgflow/internal/atomicfile"
 	"lgflow/internal/modroot"
 	"lgflow/internal/progress"
+	"lgflow/tensor"
 	"lgflow/vae"
 )
 
@@ -56,6 +58,8 @@ type options struct {
 	vaeTime, flowTime            time.Duration
 	vaeSteps, flowSteps          int
 	maxTrain, refN               int
+	device                       string
+	backend                      tensor.Backend
 }
 
 func main() {
@@ -75,10 +79,16 @@ func main() {
 	flag.IntVar(&o.flowSteps, "flow-steps", 0, "override the LG-Flow preset's steps")
 	flag.IntVar(&o.maxTrain, "max-train", 0, "train the models on the first N training molecules only (0: all); novelty is always measured against the whole training split")
 	flag.IntVar(&o.refN, "ref-n", 0, "use the first N test_scaffolds molecules as SNN / scaffold reference (0: all 176,225)")
+	flag.StringVar(&o.device, "device", "cpu", "where training steps and the denoiser run: cpu or cuda (an NVIDIA GPU)")
 	flag.Parse()
+	var err error
+	if o.backend, err = cuda.Select(o.device); err != nil {
+		fmt.Fprintln(os.Stderr, "moses:", err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, o, os.Stdout, os.Stderr)
+	err = run(ctx, o, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "moses:", err)
@@ -125,6 +135,9 @@ type Report struct {
 }
 
 func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	if o.backend == nil {
+		o.backend = tensor.CPU
+	}
 	if o.n <= 0 {
 		return fmt.Errorf("-n must be positive, got %d", o.n)
 	}
@@ -239,6 +252,9 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := fm.ToBackend(o.backend); err != nil {
+		return err
+	}
 	rep.Models.VAE, rep.Models.Flow = vaePath, flowPath
 
 	start := time.Now()
@@ -301,7 +317,7 @@ func trainVAE(ctx context.Context, o options, train, val []*graph.Graph, stderr 
 	dir := filepath.Join(o.out, "vae")
 	fmt.Fprintf(stderr, "training LG-VAE (moses/cpu, %d steps of batch %d, at most %s; resumable: state in %s)\n",
 		p.Train.Steps, p.Train.BatchSize, o.vaeTime, dir)
-	m, err := vae.Train(ctx, p.Model, p.Train, trainSet, valSet, vae.TrainOptions{Dir: dir, Resume: true, MaxDuration: o.vaeTime, LogEvery: 10,
+	m, err := vae.Train(ctx, p.Model, p.Train, trainSet, valSet, vae.TrainOptions{Dir: dir, Resume: true, MaxDuration: o.vaeTime, LogEvery: 10, Backend: o.backend,
 		Progress: func(pr vae.Progress) {
 			fmt.Fprintf(stderr, "\rLG-VAE step %d/%d loss %.4f (edge %.4f node %.4f) best val sample acc %.3f, %.1f steps/s   ",
 				pr.Step, pr.Steps, pr.Loss, pr.Edge, pr.Node, max(pr.BestSample, 0), pr.StepsPerSecond)
@@ -337,7 +353,7 @@ func trainFlow(ctx context.Context, o options, ae *vae.Model, trainSet *vae.Data
 	dir := filepath.Join(o.out, "flow")
 	fmt.Fprintf(stderr, "training LG-Flow (cpu preset, %d steps of batch %d, at most %s; resumable: state in %s)\n",
 		cfg.Steps, cfg.BatchSize, o.flowTime, dir)
-	_, err = flow.Train(ctx, cfg, ae, trainSet, lat, flow.TrainOptions{Dir: dir, Resume: true, MaxDuration: o.flowTime, LogEvery: 10,
+	_, err = flow.Train(ctx, cfg, ae, trainSet, lat, flow.TrainOptions{Dir: dir, Resume: true, MaxDuration: o.flowTime, LogEvery: 10, Backend: o.backend,
 		Score: validFraction,
 		Progress: func(pr flow.Progress) {
 			fmt.Fprintf(stderr, "\rLG-Flow step %d/%d loss %.4f best val validity %.3f, %.1f steps/s   ",

@@ -67,22 +67,14 @@ func main() {
 	flag.IntVar(&o.flowSteps, "flow-steps", 0, "with -train: override LG-Flow steps")
 	flag.StringVar(&o.device, "device", "cpu", "where training steps and the denoiser run: cpu or cuda (an NVIDIA GPU)")
 	flag.Parse()
-	switch o.device {
-	case "cpu":
-	case "cuda":
-		b, err := cuda.Init()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "planar: -device cuda:", err)
-			os.Exit(1)
-		}
-		o.backend = b
-	default:
-		fmt.Fprintf(os.Stderr, "planar: -device must be cpu or cuda, got %q\n", o.device)
+	var err error
+	if o.backend, err = cuda.Select(o.device); err != nil {
+		fmt.Fprintln(os.Stderr, "planar:", err)
 		os.Exit(2)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, o, os.Stdout, os.Stderr)
+	err = run(ctx, o, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "planar:", err)
