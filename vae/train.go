@@ -201,6 +201,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			return m, errors.Join(err, herr)
 		}
 		h.Train(false)
+		h.frozenEncoder = false // a setting of this training run, not of the model
 		return h, err
 	}
 	clock := trainer.NewClock(step)
