@@ -8,5 +8,8 @@
 //	tensor <- autograd <- nn <- {vae, dit} <- flow <- {cmd/lgflow, examples}
 //
 // with graph, spectral and metrics beside it needing no ML stack, and cuda
-// plugging a GPU backend into tensor at run time. See README.md.
+// plugging a GPU backend into tensor at run time: vae.TrainOptions.Backend,
+// flow.TrainOptions.Backend and flow.Model.ToBackend put training and
+// sampling on it (lgflow train-vae, train-flow and sample -device cuda).
+// See README.md.
 package lgflow

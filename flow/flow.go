@@ -13,6 +13,16 @@
 // A trained Model holds everything sampling needs: the EMA weights of the
 // DiT, its configuration, the latent scale and the node-count distribution
 // of the training split. Sample is safe for concurrent use.
+//
+// On a machine with an NVIDIA GPU, TrainOptions.Backend trains the DiT
+// there and Model.ToBackend samples there; the backend comes from package
+// cuda (cuda.Init or cuda.Select("cuda")), which flow does not import:
+//
+//	gpu, err := cuda.Init()
+//	...
+//	m, err := flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Backend: gpu, Dir: "runs/flow"})
+//	err = m.ToBackend(gpu)
+//	graphs, err := flow.Sample(ctx, m, 256)
 package flow
 
 import (
