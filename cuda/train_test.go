@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"lgflow/dit"
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/datasets"
@@ -69,19 +70,14 @@ func checkVAETraining(t *testing.T, be tensor.Backend) {
 			t.Errorf("step %d: validation %+v on %s, %+v on the CPU", c.Step, d.Val, be.Name(), c.Val)
 		}
 	}
-	cw, dw := nn.StateDict(cpu), nn.StateDict(dev)
-	for name, c := range cw {
-		d := dw[name]
-		if d.Backend() != tensor.CPU {
-			t.Fatalf("%s: the returned model is on %s, want the CPU", name, d.Backend().Name())
-		}
-		// AdamW moves a weight by up to about lr per step whatever the
-		// gradient's size, so rounding in a near-zero gradient can show as a
-		// weight difference of a few per cent of lr·steps = 0.018.
-		if diff := tensor.MaxAbs(tensor.Sub(nil, c, d)); diff > 1e-3 {
-			t.Errorf("%s: weights differ by %.3g between %s and the CPU", name, diff, be.Name())
-		}
+	init, err := vae.New(cfg, tc.Seed)
+	if err != nil {
+		t.Fatal(err)
 	}
+	// AdamW moves a weight by up to about lr per step whatever the
+	// gradient's size, so rounding in a near-zero gradient can show as a
+	// weight difference of a few per cent of lr·steps = 0.018.
+	compareWeights(t, be, init, cpu, dev, 1e-3)
 	// BatchNorm keeps its statistics outside its parameters: refused.
 	bn := cfg
 	bn.Norm = vae.BatchNorm
@@ -149,21 +145,11 @@ func checkFlowTraining(t *testing.T, be tensor.Backend) {
 			t.Errorf("step %d: loss %.7g on %s, %.7g on the CPU", i+1, devLoss[i], be.Name(), cpuLoss[i])
 		}
 	}
-	moved := 0.0
-	cw, dw := nn.StateDict(cpu.Net), nn.StateDict(dev.Net)
-	for name, c := range cw {
-		d := dw[name]
-		if d.Backend() != tensor.CPU {
-			t.Fatalf("%s: the returned model is on %s, want the CPU", name, d.Backend().Name())
-		}
-		if diff := tensor.MaxAbs(tensor.Sub(nil, c, d)); diff > 1e-4 {
-			t.Errorf("%s: EMA weights differ by %.3g between %s and the CPU", name, diff, be.Name())
-		}
-		moved = max(moved, tensor.MaxAbs(c))
+	init, err := dit.New(cfg.DiT, tensor.NewRNG(cfg.Seed)) // as flow.Train starts
+	if err != nil {
+		t.Fatal(err)
 	}
-	if moved == 0 {
-		t.Error("all weights zero after training")
-	}
+	compareWeights(t, be, init, cpu.Net, dev.Net, 1e-4)
 	t.Logf("losses on %s: %.6g; on the CPU: %.6g", be.Name(), devLoss, cpuLoss)
 
 	// Sampling with the denoiser on be gives the CPU's graphs (the noise is
@@ -196,5 +182,27 @@ func checkFlowTraining(t *testing.T, be tensor.Backend) {
 	}
 	if same < n-1 {
 		t.Errorf("%d of %d graphs sampled on %s equal the CPU's", same, n, be.Name())
+	}
+}
+
+// compareWeights checks that dev (trained on be) is on the CPU and within
+// tol of cpu (trained on the CPU) weight by weight, and that training moved
+// cpu away from its initial weights init.
+func compareWeights(t *testing.T, be tensor.Backend, init, cpu, dev nn.Module, tol float64) {
+	t.Helper()
+	iw, dw := nn.StateDict(init), nn.StateDict(dev)
+	moved := 0.0
+	for name, c := range nn.StateDict(cpu) {
+		d := dw[name]
+		if d.Backend() != tensor.CPU {
+			t.Fatalf("%s: the returned model is on %s, want the CPU", name, d.Backend().Name())
+		}
+		if diff := tensor.MaxAbs(tensor.Sub(nil, c, d)); diff > tol {
+			t.Errorf("%s: weights differ by %.3g between %s and the CPU", name, diff, be.Name())
+		}
+		moved = max(moved, tensor.MaxAbs(tensor.Sub(nil, c, iw[name])))
+	}
+	if moved == 0 {
+		t.Error("training left every weight at its initial value")
 	}
 }

@@ -174,6 +174,10 @@ func (m *Model) Params() []nn.Param {
 	return ps
 }
 
+// Backend returns the backend the parameters live on (nn.ToBackend moves
+// them).
+func (m *Model) Backend() tensor.Backend { return m.in.W.Value.Backend() }
+
 // TimeEmbedding returns the sinusoidal embedding of t (length B) as a
 // (B, TimeFreqDim) tensor of the given dtype: [cos(t f_k), sin(t f_k)] with
 // f_k = exp(-ln(1e4) k / (TimeFreqDim/2)).
@@ -208,9 +212,7 @@ func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 	if mask == nil {
 		mask = tensor.Full(dt, 1, B, N)
 	}
-	if mask.Backend() != be {
-		mask = mask.ToBackend(be)
-	}
+	mask = mask.On(be)
 	mask3 := autograd.NewConst(mask.Reshape(B, N, 1))
 	h := x
 	if m.Cfg.SelfCond {
@@ -221,11 +223,7 @@ func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 	}
 	h = tp.Mul(m.in.Forward(tp, h), mask3)
 
-	temb := m.TimeEmbedding(dt, t)
-	if be != tensor.CPU {
-		temb = temb.ToBackend(be)
-	}
-	c := autograd.NewConst(temb)
+	c := autograd.NewConst(m.TimeEmbedding(dt, t).On(be))
 	c = m.time2.Forward(tp, tp.SiLU(m.time1.Forward(tp, c)))
 	sc := tp.Unsqueeze(tp.SiLU(c), 1) // (B, 1, E)
 

@@ -178,7 +178,7 @@ func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *t
 	for _, s := range sizes {
 		N = max(N, s)
 	}
-	dt, be := m.Net.Params()[0].V.DType(), m.Net.Params()[0].V.Value.Backend()
+	dt, be := m.Net.Params()[0].V.DType(), m.Net.Backend()
 	mask := tensor.New(dt, B, N)
 	for b, s := range sizes {
 		for j := range s {
@@ -187,11 +187,9 @@ func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *t
 	}
 	x := tensor.RandN(r, dt, B, N, d)
 	tensor.Mul(x, x, mask.Reshape(B, N, 1))
-	if be != tensor.CPU {
-		// The noise is drawn on the CPU, so a seed gives the same start
-		// on every backend.
-		x, mask = x.ToBackend(be), mask.ToBackend(be)
-	}
+	// The noise is drawn on the CPU, so a seed gives the same start on
+	// every backend.
+	x, mask = x.On(be), mask.On(be)
 	mask3 := mask.Reshape(B, N, 1)
 	grid := timeGrid(o.steps, o.randomGrid, r)
 	var xsc *tensor.Tensor
@@ -237,9 +235,7 @@ func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *t
 		}
 	}
 	tensor.MulScalar(x, x, 1/m.Scale)
-	if be != tensor.CPU {
-		x = x.ToBackend(tensor.CPU)
-	}
+	x = x.On(tensor.CPU)
 	for _, v := range x.To(tensor.Float64).Data64() {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, errors.New("flow: sampling diverged (non-finite latents)")

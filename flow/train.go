@@ -193,15 +193,9 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 	tensor.Sub(xt, x1, x0)
 	tensor.Mul(xt, xt, tt)
 	tensor.Add(xt, xt, x0)
-	// The network's backend: the batch is built on the CPU and uploaded.
-	be := net.Params()[0].V.Value.Backend()
-	up := func(t *tensor.Tensor) *tensor.Tensor {
-		if be == tensor.CPU {
-			return t
-		}
-		return t.ToBackend(be)
-	}
-	xtV, devMask := autograd.NewConst(up(xt)), up(mask)
+	// The batch is built on the CPU and brought to the network's backend.
+	be := net.Backend()
+	xtV, devMask := autograd.NewConst(xt.On(be)), mask.On(be)
 	var xsc *autograd.Var
 	if cfg.DiT.SelfCond && r.Uniform() < cfg.SelfCondProb {
 		ng := autograd.NoGrad()
@@ -234,7 +228,7 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 	if cfg.Target == PredictVelocity {
 		target = tensor.Sub(nil, x1, x0)
 	}
-	return tp.SquaredError(pred, autograd.NewConst(up(target)), up(w))
+	return tp.SquaredError(pred, autograd.NewConst(target.On(be)), w.On(be))
 }
 
 // Train trains an LG-Flow model in the latent space of the frozen ae on the
@@ -312,7 +306,9 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		s.Net = net
 		return &s, nil
 	}
-	save := func() error {
+	// saveWith writes the training state and, as LastFile, the EMA model
+	// s (built here when nil).
+	saveWith := func(s *Model) error {
 		if statePath == "" {
 			return nil
 		}
@@ -320,12 +316,15 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		if err := trainer.SaveState(statePath, net, opt, step, meta, ema.Weights()); err != nil {
 			return err
 		}
-		s, err := sampler()
-		if err != nil {
-			return err
+		if s == nil {
+			var err error
+			if s, err = sampler(); err != nil {
+				return err
+			}
 		}
 		return s.Save(filepath.Join(opts.Dir, LastFile), map[string]string{"step": fmt.Sprint(step)})
 	}
+	save := func() error { return saveWith(nil) }
 	logEvery := opts.LogEvery
 	if logEvery <= 0 {
 		logEvery = 50
@@ -390,7 +389,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			return m, err
 		}
 	}
-	return m, save()
+	return m, saveWith(s)
 }
 
 // resumable reports whether a checkpoint written under saved can continue

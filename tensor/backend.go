@@ -236,6 +236,16 @@ func Backends() []Backend {
 	return out
 }
 
+// On returns t itself when it lives on backend b, and t.ToBackend(b)
+// otherwise: the way to bring an operand to where a computation runs
+// without copying it when it is already there.
+func (t *Tensor) On(b Backend) *Tensor {
+	if t.backend() == b {
+		return t
+	}
+	return t.ToBackend(b)
+}
+
 // ToBackend returns a contiguous copy of t in memory of backend b (host to
 // device, device to host, or a plain copy if t is already on b).
 func (t *Tensor) ToBackend(b Backend) *Tensor {

@@ -102,6 +102,16 @@ func TestBackendSeam(t *testing.T) {
 	if ga.Backend() != fake || ga.At(2, 3) != a.At(2, 3) {
 		t.Fatalf("ToBackend: %v on %s", ga.At(2, 3), ga.Backend().Name())
 	}
+	// On copies only across backends.
+	if ga.On(fake) != ga || a.On(CPU) != a {
+		t.Fatal("On copied a tensor already on its backend")
+	}
+	if ha := ga.On(CPU); ha.Backend() != CPU || ha.At(2, 3) != a.At(2, 3) {
+		t.Fatal("On(CPU) of a fake tensor")
+	}
+	if gb2 := b.On(fake); gb2 == b || gb2.Backend() != fake {
+		t.Fatal("On(fake) of a CPU tensor")
+	}
 	*fake.calls = 0
 	sum := Add(nil, ga, gb) // dispatches on the first input's backend
 	if sum.Backend() != fake || *fake.calls == 0 {

@@ -77,7 +77,7 @@ func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 		if a := m.Cfg.LatentNoise; a > 0 {
 			noise := tensor.RandN(r, mu.DType(), mu.Shape()...)
 			tensor.MulScalar(noise, noise, a*stdAll(mu.Value))
-			noise = m.onModel(noise)
+			noise = noise.On(m.backend())
 			z = tp.Add(z, autograd.NewConst(noise))
 		}
 	}
@@ -295,10 +295,7 @@ func (m *Model) graphs(dec *Decoded, rule EdgeRule) []*graph.Graph {
 func stdAll(ts ...*tensor.Tensor) float64 {
 	var sum, sum2, n float64
 	for _, t := range ts {
-		if t.Backend() != tensor.CPU {
-			t = t.ToBackend(tensor.CPU)
-		}
-		for _, x := range t.To(tensor.Float64).Data64() {
+		for _, x := range t.On(tensor.CPU).To(tensor.Float64).Data64() {
 			sum, sum2, n = sum+x, sum2+x*x, n+1
 		}
 	}

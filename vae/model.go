@@ -274,7 +274,8 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *
 	}
 	nodes, K := b.NumNodes(), m.Cfg.K
 	vecT, valsT, slotT := m.encoderInput(feats, nodes, r)
-	vecT, valsT, slotT = m.onModel(vecT), m.onModel(valsT), m.onModel(slotT)
+	be := m.backend()
+	vecT, valsT, slotT = vecT.On(be), valsT.On(be), slotT.On(be)
 	lam := tp.Add(autograd.NewConst(valsT), tp.Reshape(m.eps, 1, K, 1))
 	vec := autograd.NewConst(vecT)
 	x := tp.Concat(2, vec, lam)
@@ -315,10 +316,7 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *
 // Reparameterize returns mu + exp(logvar/2) * noise with noise ~ N(0, I)
 // drawn from r.
 func Reparameterize(tp *autograd.Tape, mu, logvar *autograd.Var, r *tensor.RNG) *autograd.Var {
-	noise := tensor.RandN(r, mu.DType(), mu.Shape()...)
-	if be := mu.Value.Backend(); be != tensor.CPU {
-		noise = noise.ToBackend(be)
-	}
+	noise := tensor.RandN(r, mu.DType(), mu.Shape()...).On(mu.Value.Backend())
 	std := tp.Exp(tp.MulScalar(logvar, 0.5))
 	return tp.Add(mu, tp.Mul(std, autograd.NewConst(noise)))
 }
@@ -416,7 +414,7 @@ func (m *Model) DecodeDense(tp *autograd.Tape, z *autograd.Var, sizes []int) *De
 
 	mask, count := pairMask(dt, sizes, N)
 	out.PairMask = mask
-	maskV, countV := autograd.NewConst(m.onModel(mask)), autograd.NewConst(m.onModel(count))
+	maskV, countV := autograd.NewConst(mask.On(m.backend())), autograd.NewConst(count.On(m.backend()))
 	// Row-wise DeepSet: context from the mean of row i's valid scores.
 	rowMean := tp.Div(tp.Sum(tp.Mul(s, maskV), 3, true), countV) // (B, C, N, 1)
 	ctx := m.dsCtx.Forward(tp, m.dsPhi.Forward(tp, rowMean))     // (B, C, N, Ds)
@@ -453,11 +451,5 @@ func (e encoderView) Params() []nn.Param {
 // Buffers returns the BatchNorm statistics, all of which are the encoder's.
 func (e encoderView) Buffers() []nn.Param { return e.m.Buffers() }
 
-// onModel returns t on the backend of m's parameters: t itself when it is
-// already there, an uploaded copy otherwise.
-func (m *Model) onModel(t *tensor.Tensor) *tensor.Tensor {
-	if be := m.eps.Value.Backend(); t.Backend() != be {
-		return t.ToBackend(be)
-	}
-	return t
-}
+// backend returns the backend m's parameters live on.
+func (m *Model) backend() tensor.Backend { return m.eps.Value.Backend() }
