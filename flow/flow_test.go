@@ -257,6 +257,17 @@ func TestSampleOptions(t *testing.T) {
 	if def := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2)); !slices.Equal(def, euler) {
 		t.Error("the default method is not Euler")
 	}
+	// Temperature and the final jump change the samples; temperature 1 and
+	// no jump are the defaults.
+	if hot := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithTemperature(1)); !slices.Equal(hot, euler) {
+		t.Error("temperature 1 is not the default")
+	}
+	if cold := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithTemperature(0.5)); slices.Equal(cold, euler) {
+		t.Error("temperature 0.5 gave the same graphs as 1")
+	}
+	if jump := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithFinalJump(0.5)); slices.Equal(jump, euler) {
+		t.Error("a final jump at 0.5 gave the same graphs as none")
+	}
 	r1 := sample(t, m, 5, flow.WithSeed(9), flow.WithRandomGrid())
 	r2 := sample(t, m, 5, flow.WithSeed(9), flow.WithRandomGrid())
 	if !slices.Equal(r1, r2) {
@@ -307,6 +318,11 @@ func TestSampleOptions(t *testing.T) {
 		{"sizes length", 2, []flow.SampleOption{flow.WithNodeCounts([]int{4})}, "1 node counts for 2 graphs"},
 		{"zero size", 2, []flow.SampleOption{flow.WithNodeCounts([]int{4, 0})}, "graph 1 has 0 nodes"},
 		{"bad edge rule", 2, []flow.SampleOption{flow.WithEdgeRule(vae.EdgeRule(7))}, "edge rule"},
+		{"zero temperature", 2, []flow.SampleOption{flow.WithTemperature(0)}, "temperature"},
+		{"NaN temperature", 2, []flow.SampleOption{flow.WithTemperature(math.NaN())}, "temperature"},
+		{"jump at 1", 2, []flow.SampleOption{flow.WithFinalJump(1)}, "final jump"},
+		{"jump before start", 2, []flow.SampleOption{flow.WithFinalJump(0.005)}, "final jump"},
+		{"jump with one step", 2, []flow.SampleOption{flow.WithFinalJump(0.9), flow.WithSteps(1)}, "2 steps"},
 	} {
 		if _, err := flow.Sample(ctx, m, tc.n, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)

@@ -1,6 +1,7 @@
 package vae
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -85,6 +86,30 @@ type Config struct {
 	// shipped planar model decodes exactly only within about 1% of the
 	// latent spread (lgflow recon -noise). 0 is the reference behaviour.
 	LatentNoise float64 `json:"latent_noise,omitempty"`
+	// LatentNoiseSpread draws each graph's decoder-noise level uniformly
+	// from [0, LatentNoise] instead of using LatentNoise for every graph,
+	// so the decoder learns both exact and approximate latents (with a
+	// Refine network: to denoise whatever error it meets).
+	LatentNoiseSpread bool `json:"latent_noise_spread,omitempty"`
+	// Refine is the number of transformer blocks (pre-LayerNorm
+	// self-attention over a graph's nodes, then an MLP) of a latent
+	// refinement network in front of the decoder's heads: z' = z + R(z).
+	// It sees every latent of the graph, so it can correct the errors a
+	// generative model makes in one node's latent from the others. Its
+	// output layer starts at zero, so a decoder fine-tuned with it starts
+	// as the decoder it was initialised from. 0 (the reference) has none.
+	// R is permutation-equivariant (no positional encoding).
+	Refine int `json:"refine,omitempty"`
+	// RefineWidth and RefineHeads are the refinement network's width and
+	// attention heads.
+	RefineWidth int `json:"refine_width,omitempty"`
+	RefineHeads int `json:"refine_heads,omitempty"`
+	// SymmetricLogits averages the (i, j) and (j, i) edge logits of
+	// undirected graphs after the row-wise DeepSet, so training optimises
+	// the one symmetric decision that decoding makes. The reference
+	// symmetrises only the bilinear scores before the DeepSet, and its
+	// decoded graph takes the OR of the two directions' decisions.
+	SymmetricLogits bool `json:"symmetric_logits,omitempty"`
 }
 
 // Validate reports whether c describes a buildable model.
@@ -104,6 +129,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("vae: Eta must be >= 0, got %g", c.Eta)
 	case c.LatentNoise < 0 || math.IsNaN(c.LatentNoise):
 		return fmt.Errorf("vae: LatentNoise must be >= 0, got %g", c.LatentNoise)
+	case c.Refine < 0:
+		return fmt.Errorf("vae: Refine must be >= 0, got %d", c.Refine)
+	case c.Refine > 0 && (c.RefineWidth <= 0 || c.RefineHeads <= 0 || c.RefineWidth%c.RefineHeads != 0):
+		return fmt.Errorf("vae: a Refine network needs a positive RefineWidth divisible by RefineHeads (got %d, %d)", c.RefineWidth, c.RefineHeads)
+	case c.SymmetricLogits && c.Directed:
+		return errors.New("vae: SymmetricLogits is for undirected graphs")
 	case c.Directed && (c.Q <= 0 || c.Q >= 0.5):
 		return fmt.Errorf("vae: a directed model needs 0 < Q < 0.5, got %g", c.Q)
 	}
@@ -218,10 +249,10 @@ func PresetNames() []string {
 }
 
 // Architecture returns c without its training-only settings (KLWeight,
-// LogVarInit, LatentNoise): two configurations with the same Architecture
+// LogVarInit, LatentNoise, LatentNoiseSpread): two configurations with the same Architecture
 // build the same parameters and encode and decode alike, whatever they were
 // trained with.
 func (c Config) Architecture() Config {
-	c.KLWeight, c.LogVarInit, c.LatentNoise = 0, 0, 0
+	c.KLWeight, c.LogVarInit, c.LatentNoise, c.LatentNoiseSpread = 0, 0, 0, false
 	return c
 }

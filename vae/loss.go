@@ -74,10 +74,8 @@ func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 	z := mu
 	if m.training {
 		z = Reparameterize(tp, mu, logvar, r)
-		if a := m.Cfg.LatentNoise; a > 0 {
-			noise := tensor.RandN(r, mu.DType(), mu.Shape()...)
-			tensor.MulScalar(noise, noise, a*stdAll(mu.Value))
-			noise = noise.On(m.backend())
+		if m.Cfg.LatentNoise > 0 {
+			noise := m.latentNoise(mu.Value, b, r).On(m.backend())
 			z = tp.Add(z, autograd.NewConst(noise))
 		}
 	}
@@ -101,6 +99,28 @@ func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 	}
 	loss.Total = total
 	return loss, dec
+}
+
+// latentNoise draws the decoder's training noise for latent means mu
+// (NumNodes, d) of batch b (Config.LatentNoise, LatentNoiseSpread): Gaussian
+// with standard deviation LatentNoise·s, s the standard deviation of all
+// of mu's entries, or with a level drawn per graph from [0, LatentNoise].
+// The result is on the CPU.
+func (m *Model) latentNoise(mu *tensor.Tensor, b *graph.Batch, r *tensor.RNG) *tensor.Tensor {
+	noise := tensor.RandN(r, mu.DType(), mu.Shape()...)
+	tensor.MulScalar(noise, noise, m.Cfg.LatentNoise*stdAll(mu))
+	if m.Cfg.LatentNoiseSpread {
+		// One level in [0, 1] per graph, as a (NumNodes, 1) column.
+		level := make([]float64, b.NumNodes())
+		for g := range b.Len() {
+			u := r.Uniform()
+			for i := b.NodeOffset[g]; i < b.NodeOffset[g+1]; i++ {
+				level[i] = u
+			}
+		}
+		tensor.Mul(noise, noise, tensor.FromFloat64(level, len(level), 1).To(noise.DType()))
+	}
+	return noise
 }
 
 // Accuracy counts reconstruction quality.

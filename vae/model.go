@@ -50,6 +50,7 @@ type Model struct {
 	frozenEncoder bool
 
 	// decoder
+	refine   *refiner   // latent refinement network, nil without Cfg.Refine
 	nodeHead *nn.Linear // d -> a, nil if unlabelled
 	proj     *nn.Linear // d -> 2(b+1)d, or 4(b+1)d for directed
 	dsPhi    *nn.Linear // 1 -> Ds (context term)
@@ -119,6 +120,9 @@ func New(cfg Config, seed uint64, opts ...nn.Option) (*Model, error) {
 	if cfg.NodeClasses > 0 {
 		m.nodeHead = nn.NewLinear(r, d, cfg.NodeClasses, opts...)
 	}
+	if cfg.Refine > 0 {
+		m.refine = newRefiner(r, cfg, opts...)
+	}
 	heads := cfg.EdgeClasses + 1
 	mult := 2
 	if cfg.Directed {
@@ -152,6 +156,9 @@ func (m *Model) Params() []nn.Param {
 	}
 	ps = append(ps, nn.ParamsOf("encoder.head.0", m.head1)...)
 	ps = append(ps, nn.ParamsOf("encoder.head.2", m.head2)...)
+	if m.refine != nil {
+		ps = append(ps, nn.ParamsOf("decoder.refine", m.refine)...)
+	}
 	if m.nodeHead != nil {
 		ps = append(ps, nn.ParamsOf("decoder.node_head", m.nodeHead)...)
 	}
@@ -387,6 +394,9 @@ func (m *Model) DecodeDense(tp *autograd.Tape, z *autograd.Var, sizes []int) *De
 	C := m.Cfg.EdgeClasses + 1
 	dt := z.DType()
 	out := &Decoded{Sizes: sizes, N: N}
+	if m.refine != nil {
+		z = m.refine.Forward(tp, z, sizes)
+	}
 	if m.nodeHead != nil {
 		out.NodeLogits = m.nodeHead.Forward(tp, tp.Reshape(z, B*N, d))
 	}
@@ -424,7 +434,11 @@ func (m *Model) DecodeDense(tp *autograd.Tape, z *autograd.Var, sizes []int) *De
 	hid := tp.GELU(tp.Add(self, ctx))
 	logit := m.dsOut.Forward(tp, hid) // (B, C, N, N, 1)
 	logit = tp.Permute(tp.Reshape(logit, B, C, N, N), 0, 2, 3, 1)
-	out.EdgeLogits = tp.Contiguous(logit) // (B, N, N, C)
+	logit = tp.Contiguous(logit) // (B, N, N, C)
+	if m.Cfg.SymmetricLogits {
+		logit = tp.MulScalar(tp.Add(logit, tp.Contiguous(tp.Transpose(logit, 1, 2))), 0.5)
+	}
+	out.EdgeLogits = logit
 	return out
 }
 

@@ -154,7 +154,15 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 	meta := map[string]string{trainer.MetaKind: "lgflow.vae", trainer.MetaConfig: trainer.MarshalMeta(cfg), "train": trainer.MarshalMeta(tc)}
 
 	if opts.Init != nil {
-		if err := nn.LoadStateDict(m, nn.StateDict(opts.Init)); err != nil {
+		sd := nn.StateDict(opts.Init)
+		if opts.Init.refine == nil && m.refine != nil {
+			// Adding a refinement network to a trained model: it starts
+			// as initialised (its output at zero), the rest as Init.
+			for _, p := range nn.ParamsOf("decoder.refine", m.refine) {
+				sd[p.Name] = p.V.Value
+			}
+		}
+		if err := nn.LoadStateDict(m, sd); err != nil {
 			return nil, fmt.Errorf("vae: initial weights: %w", err)
 		}
 	}

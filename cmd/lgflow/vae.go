@@ -41,8 +41,10 @@ type modelFlags struct {
 	steps, batch, valEvery, ntrain *int
 	lr, minLR, eta, logvar, kl     *float64
 	latentNoise                    *float64
+	refine, refineWidth, refineHd  *int
 	norm                           *string
 	flips, scaleEig                *bool
+	noiseSpread, symLogits         *bool
 }
 
 func newModelFlags(fs *flag.FlagSet) *modelFlags {
@@ -62,6 +64,11 @@ func newModelFlags(fs *flag.FlagSet) *modelFlags {
 		logvar:      fs.Float64("logvar-init", 1, "override: initial log-variance bias (1: preset)"),
 		kl:          fs.Float64("kl", 0, "override: KL weight"),
 		latentNoise: fs.Float64("latent-noise", 0, "override: decoder noise relative to the latent spread (robustness for the flow)"),
+		refine:      fs.Int("refine", 0, "override: blocks of the decoder's latent refinement network (0: none, the reference)"),
+		refineWidth: fs.Int("refine-width", 64, "width of the latent refinement network (with -refine)"),
+		refineHd:    fs.Int("refine-heads", 4, "attention heads of the latent refinement network (with -refine)"),
+		noiseSpread: fs.Bool("latent-noise-spread", false, "override: draw each graph's decoder noise level from [0, latent-noise]"),
+		symLogits:   fs.Bool("symmetric-logits", false, "override: average the (i, j) and (j, i) edge logits of undirected graphs"),
 		norm:        fs.String("norm", "", "override: layer, batch or none"),
 		flips:       fs.Bool("sign-flips", false, "override: random eigenvector sign flips in training"),
 		scaleEig:    fs.Bool("scale-eigvecs", false, "override: scale eigenvectors by sqrt(n)"),
@@ -96,6 +103,15 @@ func (f *modelFlags) apply(p *vae.Preset) {
 	}
 	if set["kl"] {
 		c.KLWeight = *f.kl
+	}
+	if set["refine"] {
+		c.Refine, c.RefineWidth, c.RefineHeads = *f.refine, *f.refineWidth, *f.refineHd
+	}
+	if set["latent-noise-spread"] {
+		c.LatentNoiseSpread = *f.noiseSpread
+	}
+	if set["symmetric-logits"] {
+		c.SymmetricLogits = *f.symLogits
 	}
 	if set["logvar-init"] {
 		c.LogVarInit = *f.logvar

@@ -1,0 +1,51 @@
+package flow
+
+import (
+	"math"
+	"testing"
+
+	"lgflow/tensor"
+)
+
+func TestTimeGrid(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		steps  int
+		random bool
+		jumpAt float64
+		want   []float64 // nil: only the invariants are checked
+	}{
+		{"uniform", 4, false, 0, []float64{0.01, 0.2575, 0.505, 0.7525, 1}},
+		{"jump", 4, false, 0.7, []float64{0.01, 0.24, 0.47, 0.7, 1}},
+		{"jump, two steps", 2, false, 0.9, []float64{0.01, 0.9, 1}},
+		{"random", 50, true, 0, nil},
+		{"random with jump", 50, true, 0.95, nil},
+	} {
+		g := timeGrid(tc.steps, tc.random, tc.jumpAt, tensor.NewRNG(3))
+		if len(g) != tc.steps+1 || g[0] != 0.01 || g[tc.steps] != 1 {
+			t.Errorf("%s: grid %v, want %d times from 0.01 to 1", tc.name, g, tc.steps+1)
+			continue
+		}
+		for i := 1; i < len(g); i++ {
+			if g[i] < g[i-1] {
+				t.Errorf("%s: time %d (%g) before time %d (%g)", tc.name, i, g[i], i-1, g[i-1])
+			}
+		}
+		if tc.jumpAt > 0 {
+			if g[tc.steps-1] != tc.jumpAt {
+				t.Errorf("%s: the last step starts at %g, want %g", tc.name, g[tc.steps-1], tc.jumpAt)
+			}
+			for _, x := range g[:tc.steps] {
+				if x > tc.jumpAt {
+					t.Errorf("%s: time %g after the jump at %g", tc.name, x, tc.jumpAt)
+				}
+			}
+		}
+		for i, w := range tc.want {
+			if math.Abs(g[i]-w) > 1e-12 {
+				t.Errorf("%s: grid %v, want %v", tc.name, g, tc.want)
+				break
+			}
+		}
+	}
+}
