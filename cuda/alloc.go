@@ -24,6 +24,9 @@ type allocator struct {
 	inUse    uint64               // bytes handed out
 	peak     uint64               // maximum of inUse
 	reserved uint64               // bytes obtained from cuMemAlloc and not freed
+	requests uint64               // getBlock calls
+	allocs   uint64               // successful cuMemAlloc calls
+	releases uint64               // blocks returned to the cache
 }
 
 // block is one device allocation; ptr is 0 once it went back to the cache.
@@ -44,12 +47,26 @@ func bucket(n uint64) uint64 {
 	return (n + step - 1) &^ (step - 1)
 }
 
-// MemStats reports the device memory held by a Backend's allocator.
+// MemStats reports the device memory held by a Backend's allocator and
+// how it was obtained. A training loop that returns its buffers (an
+// autograd tape's Release) settles at a constant Reserved and stops
+// calling the driver: Allocs stays put while Requests grows.
 type MemStats struct {
 	InUse    uint64 // bytes of live tensors and scratch buffers
 	Peak     uint64 // maximum of InUse so far
 	Cached   uint64 // bytes of freed blocks kept for reuse
 	Reserved uint64 // bytes obtained from the driver (InUse + Cached)
+	Requests uint64 // blocks handed out (from the cache or the driver)
+	Allocs   uint64 // blocks obtained from the driver (cuMemAlloc)
+	Releases uint64 // blocks given back to the cache
+}
+
+// String formats the figures for a log line, e.g. "reserved 1.21 GiB
+// (in use 0.93, peak 1.02) requests 18231 allocs 412 releases 17934".
+func (s MemStats) String() string {
+	const gib = 1 << 30
+	return fmt.Sprintf("reserved %.2f GiB (in use %.2f, peak %.2f) requests %d allocs %d releases %d",
+		float64(s.Reserved)/gib, float64(s.InUse)/gib, float64(s.Peak)/gib, s.Requests, s.Allocs, s.Releases)
 }
 
 // MemStats returns the allocator's counters.
@@ -57,7 +74,8 @@ func (b *Backend) MemStats() MemStats {
 	a := &b.alloc
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return MemStats{InUse: a.inUse, Peak: a.peak, Cached: a.cached, Reserved: a.reserved}
+	return MemStats{InUse: a.inUse, Peak: a.peak, Cached: a.cached, Reserved: a.reserved,
+		Requests: a.requests, Allocs: a.allocs, Releases: a.releases}
 }
 
 // EmptyCache waits for queued work and returns every cached (freed) block to
@@ -89,6 +107,7 @@ func (b *Backend) getBlock(n uint64) *block {
 	size := bucket(n)
 	a := &b.alloc
 	a.mu.Lock()
+	a.requests++
 	if list := a.free[size]; len(list) > 0 {
 		p := list[len(list)-1]
 		a.free[size] = list[:len(list)-1]
@@ -115,6 +134,7 @@ func (b *Backend) getBlock(n uint64) *block {
 		panic(fmt.Errorf("%w (allocating %d bytes; %d in use, %d cached)", err, size, st.InUse, st.Cached))
 	}
 	a.mu.Lock()
+	a.allocs++
 	a.reserved += size
 	a.inUse += size
 	a.peak = max(a.peak, a.inUse)
@@ -131,6 +151,7 @@ func (a *allocator) putBlock(blk *block) {
 		return
 	}
 	a.free[blk.size] = append(a.free[blk.size], blk.ptr)
+	a.releases++
 	a.cached += blk.size
 	a.inUse -= blk.size
 	blk.ptr = 0
@@ -178,10 +199,21 @@ func (b *Backend) Alloc(dt tensor.DType, n int) tensor.Storage {
 	return b.newStorage(dt, n, true)
 }
 
+// AllocUninit returns device storage for n elements of dtype dt with
+// undefined contents (a cached block as its last user left it): no memset
+// is queued.
+func (b *Backend) AllocUninit(dt tensor.DType, n int) tensor.Storage {
+	b.enter()
+	defer b.exit()
+	return b.newStorage(dt, n, false)
+}
+
 // Release returns the device memory of t's storage to the allocator's cache
 // at once, instead of when the storage becomes unreachable. t and every view
 // sharing its storage must not be used afterwards (a kernel given one
-// panics). Tensors of other backends are ignored.
+// panics). Releasing twice is harmless; tensors of other backends are
+// ignored. Work already queued that uses the memory is not disturbed: later
+// users of the block are queued after it on the same stream.
 func (b *Backend) Release(t *tensor.Tensor) {
 	st, ok := t.Storage().(*storage)
 	if !ok || st.b != b || st.blk == nil {

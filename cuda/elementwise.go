@@ -115,6 +115,21 @@ func (b *Backend) MaskedFill(dst, a, mask *tensor.Tensor, v float64) {
 	b.launch(kWhere, dtv(dst.DType()), b.grid1(n), 1, threads)
 }
 
+// NonFinite sets flag (one element) to 1 if any element of a is NaN or
+// infinite, without waiting for the result.
+func (b *Backend) NonFinite(flag, a *tensor.Tensor) {
+	b.enter()
+	defer b.exit()
+	n := a.Size()
+	if n == 0 {
+		return
+	}
+	l := elemLayout(a.Shape(), a)
+	b.args.reset()
+	b.args.ptr(b.dptr(flag)).ptr(b.dptr(a)).lay(&l)
+	b.launch(kNonFinite, dtv(a.DType()), b.grid1(n), 1, threads)
+}
+
 // AdamWStep applies one AdamW update in place (see tensor.AdamWStep), in
 // double precision per element.
 func (b *Backend) AdamWStep(param, grad, m, v *tensor.Tensor, lr, beta1, beta2, eps, weightDecay float64, step int) {

@@ -63,6 +63,7 @@ const (
 	kCEBwd
 	kAttnSoftmax
 	kAttnDSoftmax
+	kNonFinite
 	numKernels
 )
 
@@ -74,7 +75,7 @@ var kernelNames = [numKernels]string{
 	kSoftmaxStrided: "softmax_strided", kIndexSelect: "index_select", kScatterAtomic: "scatter_atomic",
 	kCSRSum: "csr_sum", kScaleRows: "scale_rows", kLayerNorm: "layernorm", kLayerNormBwd: "layernorm_bwd",
 	kLayerNormParams: "layernorm_params", kAddParamGrads: "add_param_grads", kCEFwd: "ce_fwd",
-	kCEBwd: "ce_bwd", kAttnSoftmax: "attn_softmax", kAttnDSoftmax: "attn_dsoftmax",
+	kCEBwd: "ce_bwd", kAttnSoftmax: "attn_softmax", kAttnDSoftmax: "attn_dsoftmax", kNonFinite: "nonfinite",
 }
 
 var ctypes = [2]string{"float", "double"}

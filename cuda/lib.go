@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+
+	"lgflow/tensor"
 )
 
 // libNames lists the file names tried, in order, for each NVIDIA library.
@@ -35,9 +37,13 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("cuda: %s: %s (code %d)", e.Op, e.Msg, e.Code)
 }
 
-// Is makes errors.Is(err, ErrOutOfMemory) true for the out-of-memory codes
-// of the driver (2) and cuBLAS (3).
+// Is makes errors.Is(err, tensor.ErrDevice) true for every CUDA failure,
+// and errors.Is(err, ErrOutOfMemory) for the out-of-memory codes of the
+// driver (2) and cuBLAS (3).
 func (e *Error) Is(target error) bool {
+	if target == tensor.ErrDevice {
+		return true
+	}
 	return target == ErrOutOfMemory && ((strings.HasPrefix(e.Op, "cu") && !strings.HasPrefix(e.Op, "cublas") && e.Code == 2) ||
 		(strings.HasPrefix(e.Op, "cublas") && e.Code == 3))
 }

@@ -72,11 +72,12 @@ const (
 	BinarySiLUGrad                     // gy · s(x)·(1 + x·(1-s(x)))
 	BinarySigmoidGradY                 // gy · y·(1-y), x = y = sigmoid output
 	BinaryTanhGradY                    // gy · (1-y²), x = y = tanh output
+	BinaryLerp                         // x + alpha·(y - x)
 	numBinaryOps
 )
 
 var binaryNames = [...]string{"Add", "Sub", "Mul", "Div", "Maximum", "Minimum", "AddScaled",
-	"ReLUGrad", "GELUGrad", "SiLUGrad", "SigmoidGradFromY", "TanhGradFromY"}
+	"ReLUGrad", "GELUGrad", "SiLUGrad", "SigmoidGradFromY", "TanhGradFromY", "Lerp"}
 
 // String returns the name of the package function, e.g. "Add".
 func (op BinaryOp) String() string {
@@ -132,6 +133,15 @@ type Backend interface {
 
 	// Alloc returns zeroed storage for n elements of dtype dt.
 	Alloc(dt DType, n int) Storage
+	// AllocUninit returns storage for n elements of dtype dt whose contents
+	// are undefined, for a result that is about to be overwritten in full
+	// (a GPU backend skips the memset; the CPU's memory is zeroed anyway).
+	AllocUninit(dt DType, n int) Storage
+	// Release hands the memory of t's storage back to the backend at once
+	// instead of when the storage becomes unreachable (a GPU backend
+	// returns it to its caching allocator). t and every view of its
+	// storage must not be used afterwards. The CPU backend does nothing.
+	Release(t *Tensor)
 	// Upload copies the contiguous CPU tensor src into dst, a contiguous
 	// tensor (possibly with an offset) of this backend with src's size and dtype.
 	Upload(dst, src *Tensor)
@@ -162,6 +172,11 @@ type Backend interface {
 	// ReduceSumSquares), accumulating in float64. It returns 0 for an empty
 	// tensor.
 	ReduceAll(op ReduceOp, a *Tensor) float64
+	// NonFinite sets flag, a tensor of one element with a's dtype, to 1
+	// if any element of a is NaN or infinite, and leaves it unchanged
+	// otherwise. It does not wait for the result, so a training loop can
+	// check many tensors over many steps and read flag once.
+	NonFinite(flag, a *Tensor)
 	// Argmax writes into out (len = a.Size()/a.Dim(axis)) the index of the
 	// largest element along axis, first one on ties, row-major over the other axes.
 	Argmax(out []int32, a *Tensor, axis int)
@@ -262,7 +277,7 @@ func (t *Tensor) ToBackend(b Backend) *Tensor {
 		}
 		c = host
 	}
-	dst := NewOn(b, t.dtype, t.shape...)
+	dst := EmptyOn(b, t.dtype, t.shape...)
 	b.Upload(dst, c)
 	return dst
 }

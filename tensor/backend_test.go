@@ -32,6 +32,21 @@ func (f fakeBackend) Name() string { return "fake" }
 func (f fakeBackend) Alloc(dt DType, n int) Storage {
 	return &fakeStorage{inner: newCPUStorage(dt, n)}
 }
+
+// AllocUninit fills the storage with NaN, so that an op that leaves part of
+// an EmptyOn result unwritten shows up in a comparison.
+func (f fakeBackend) AllocUninit(dt DType, n int) Storage {
+	s := newCPUStorage(dt, n)
+	CPU.Fill(FromStorage(s, n), math.NaN())
+	return &fakeStorage{inner: s}
+}
+
+// Release poisons the storage with NaN, as reuse by another tensor would.
+func (f fakeBackend) Release(t *Tensor) {
+	s := t.st.(*fakeStorage).inner
+	CPU.Fill(FromStorage(s, s.Len()), math.NaN())
+}
+func (f fakeBackend) NonFinite(flag, a *Tensor)   { *f.calls++; CPU.NonFinite(h(flag), h(a)) }
 func (f fakeBackend) Upload(dst, src *Tensor)     { *f.calls++; CPU.Copy(h(dst), src) }
 func (f fakeBackend) Download(dst, src *Tensor)   { *f.calls++; CPU.Copy(dst, h(src)) }
 func (f fakeBackend) Fill(dst *Tensor, v float64) { *f.calls++; CPU.Fill(h(dst), v) }
@@ -145,4 +160,76 @@ func TestBackendSeam(t *testing.T) {
 	// Mixing backends panics.
 	mustPanic(t, ErrBackend, func() { Add(nil, a, gb) }, "tensor.Add", `"cpu"`, `"fake"`)
 	mustPanic(t, ErrBackend, func() { ga.Data32() }, "Data32", "fake")
+}
+
+// TestEmptyResults checks that every op which allocates its result with
+// EmptyOn writes all of it: the fake backend's AllocUninit hands out NaN.
+func TestEmptyResults(t *testing.T) {
+	r := NewRNG(71)
+	a, b := randT(r, Float32, 6, 5), randT(r, Float32, 5)
+	gy := randT(r, Float32, 6, 5)
+	ga, gb, ggy := a.ToBackend(fake), b.ToBackend(fake), gy.ToBackend(fake)
+	idx := []int32{4, 0, 0, 2}
+	seg := []int32{0, 2, 2, 1, 0, 2}
+	mean, rstd := New(Float32, 6), New(Float32, 6)
+	LayerNorm(nil, mean, rstd, a, nil, nil, 1e-5)
+	gmean, grstd := mean.ToBackend(fake), rstd.ToBackend(fake)
+	cases := []struct {
+		name string
+		op   func(x, y, g, m, s *Tensor) *Tensor
+	}{
+		{"Clone of a view", func(x, _, _, _, _ *Tensor) *Tensor { return x.T().Clone() }},
+		{"To", func(x, _, _, _, _ *Tensor) *Tensor { return x.To(Float64) }},
+		{"Add", func(x, y, _, _, _ *Tensor) *Tensor { return Add(nil, x, y) }},
+		{"Exp", func(x, _, _, _, _ *Tensor) *Tensor { return Exp(nil, x) }},
+		{"GELUGrad", func(x, _, g, _, _ *Tensor) *Tensor { return GELUGrad(nil, x, g) }},
+		{"MaskedFill", func(x, y, _, _, _ *Tensor) *Tensor { return MaskedFill(nil, x, ReLU(nil, y), 3) }},
+		{"IndexSelect", func(x, _, _, _, _ *Tensor) *Tensor { return IndexSelect(nil, x, 0, idx) }},
+		{"SegmentSum", func(x, _, _, _, _ *Tensor) *Tensor { return SegmentSum(nil, x, seg, 4) }},
+		{"MatMul", func(x, _, g, _, _ *Tensor) *Tensor { return MatMul(nil, x, g, true, false) }},
+		{"Sum", func(x, _, _, _, _ *Tensor) *Tensor { return Sum(nil, x, 0, true) }},
+		{"Softmax", func(x, _, _, _, _ *Tensor) *Tensor { return Softmax(nil, x, 1) }},
+		{"LayerNorm", func(x, _, _, _, _ *Tensor) *Tensor { return LayerNorm(nil, nil, nil, x, nil, nil, 1e-5) }},
+		{"LayerNormBackward", func(x, _, g, m, s *Tensor) *Tensor { return LayerNormBackward(nil, nil, nil, g, x, m, s, nil) }},
+		{"Concat", func(x, _, g, _, _ *Tensor) *Tensor { return Concat(nil, 1, x, g) }},
+	}
+	for _, c := range cases {
+		want := c.op(a, b, gy, mean, rstd)
+		got := c.op(ga, gb, ggy, gmean, grstd)
+		if got.Backend() != fake {
+			t.Errorf("%s: result on %s", c.name, got.Backend().Name())
+			continue
+		}
+		assertClose(t, got.ToBackend(CPU), want.Shape(), want.Float64s(), 0, c.name)
+	}
+}
+
+// TestFlagNonFinite checks FlagNonFinite's contract on the CPU and its
+// argument checks.
+func TestFlagNonFinite(t *testing.T) {
+	cases := []struct {
+		name string
+		v    []float64
+		init float64
+		want float64
+	}{
+		{"finite", []float64{1, -2, math.MaxFloat32}, 0, 0},
+		{"NaN", []float64{1, math.NaN(), 3}, 0, 1},
+		{"Inf", []float64{math.Inf(-1)}, 0, 1},
+		{"set stays set", []float64{1, 2}, 1, 1},
+		{"empty", []float64{}, 0, 0},
+	}
+	for _, c := range cases {
+		for _, dt := range []DType{Float32, Float64} {
+			flag := Full(dt, c.init)
+			FlagNonFinite(flag, FromFloat64(c.v).To(dt))
+			if got := flag.Item(); got != c.want {
+				t.Errorf("%s %v: flag %v, want %v", c.name, dt, got, c.want)
+			}
+		}
+	}
+	x := New(Float32, 3)
+	mustPanic(t, ErrShape, func() { FlagNonFinite(New(Float32, 2), x) }, "tensor.FlagNonFinite", "[2]")
+	mustPanic(t, ErrDType, func() { FlagNonFinite(New(Float64, 1), x) }, "tensor.FlagNonFinite")
+	mustPanic(t, ErrBackend, func() { FlagNonFinite(NewOn(fake, Float32, 1), x) }, "tensor.FlagNonFinite")
 }

@@ -60,6 +60,12 @@ func (cpuBackend) Name() string { return "cpu" }
 
 func (cpuBackend) Alloc(dt DType, n int) Storage { return newCPUStorage(dt, n) }
 
+// AllocUninit is Alloc: Go zeroes new memory anyway.
+func (cpuBackend) AllocUninit(dt DType, n int) Storage { return newCPUStorage(dt, n) }
+
+// Release does nothing: the garbage collector frees host memory.
+func (cpuBackend) Release(*Tensor) {}
+
 func (cpuBackend) Upload(dst, src *Tensor)   { CPU.Copy(dst, src) }
 func (cpuBackend) Download(dst, src *Tensor) { CPU.Copy(dst, src) }
 

@@ -361,6 +361,11 @@ func binaryVec[T float](op BinaryOp, d, a, b []T, alpha T) {
 			y := a[i]
 			d[i] = b[i] * (1 - y*y)
 		}
+	case BinaryLerp:
+		for i := range d {
+			x := a[i]
+			d[i] = x + alpha*(b[i]-x)
+		}
 	default:
 		panic("tensor: unknown binary op " + op.String())
 	}

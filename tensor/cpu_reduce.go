@@ -391,6 +391,49 @@ func (cpuBackend) ReduceAll(op ReduceOp, a *Tensor) float64 {
 	return r
 }
 
+func (cpuBackend) NonFinite(flag, a *Tensor) {
+	j := getJob(pick(a.dtype, nonFiniteRange[float32], nonFiniteRange[float64]))
+	j.t[0] = a
+	j.l.setup(a.shape, a)
+	nc := j.run(j.l.size, parallelGrain)
+	bad := false
+	for c := range nc {
+		bad = bad || j.part[c] != 0
+	}
+	putJob(j)
+	if bad {
+		CPU.Fill(flag, 1)
+	}
+}
+
+// nonFiniteRange sets the chunk's partial result to 1 if it holds a NaN or
+// an infinity, else 0.
+func nonFiniteRange[T float](j *job, lo, hi int) {
+	a := data[T](j.t[0])
+	l := &j.l
+	var c cursor
+	l.seek(&c, lo)
+	in := l.nd - 1
+	sa := l.str[0][in]
+	r := 0.0
+	for pos := lo; pos < hi && r == 0; {
+		n := min(l.dims[in]-c.idx[in], hi-pos)
+		oa := c.off[0]
+		for i := range n {
+			// x - x is 0 for finite x and NaN for NaN and ±Inf.
+			if x := a[oa+i*sa]; x-x != 0 {
+				r = 1
+				break
+			}
+		}
+		pos += n
+		if pos < hi {
+			l.advance(&c, n)
+		}
+	}
+	j.part[lo/j.chunk] = r
+}
+
 func reduceAllRange[T float](j *job, lo, hi int) {
 	a := data[T](j.t[0])
 	op := ReduceOp(j.op)

@@ -13,7 +13,7 @@ func binaryOp(name string, op BinaryOp, dst, a, b *Tensor, alpha float64) *Tenso
 func unaryOp(name string, op UnaryOp, dst, a *Tensor, p0, p1 float64) *Tensor {
 	be := pickBackend(name, dst, a)
 	if dst == nil {
-		dst = NewOn(be, a.dtype, a.shape...)
+		dst = EmptyOn(be, a.dtype, a.shape...)
 	} else {
 		checkDst(name, dst, a.dtype, a.shape)
 	}
@@ -50,6 +50,13 @@ func Minimum(dst, a, b *Tensor) *Tensor { return binaryOp("Minimum", BinaryMin, 
 // for dst); it is the axpy of gradient accumulation.
 func AddScaled(dst, a, b *Tensor, alpha float64) *Tensor {
 	return binaryOp("AddScaled", BinaryAddScaled, dst, a, b, alpha)
+}
+
+// Lerp sets dst = a + w·(b - a) elementwise with broadcasting (see Add for
+// dst): the linear interpolation of torch.lerp, the update of an
+// exponential moving average.
+func Lerp(dst, a, b *Tensor, w float64) *Tensor {
+	return binaryOp("Lerp", BinaryLerp, dst, a, b, w)
 }
 
 // AddScalar sets dst = a + s elementwise. If dst is nil a new tensor is
@@ -115,7 +122,7 @@ func gradOp(name string, op BinaryOp, dst, x, gy *Tensor) *Tensor {
 		fail(ErrShape, name, "shapes %v and %v differ", x.shape, gy.shape)
 	}
 	if dst == nil {
-		dst = NewOn(be, x.dtype, x.shape...)
+		dst = EmptyOn(be, x.dtype, x.shape...)
 	} else {
 		checkDst(name, dst, x.dtype, x.shape)
 	}
@@ -181,7 +188,7 @@ func MaskedFill(dst, a, mask *Tensor, v float64) *Tensor {
 		fail(ErrShape, "MaskedFill", "mask shape %v does not broadcast to %v", mask.shape, a.shape)
 	}
 	if dst == nil {
-		dst = NewOn(be, a.dtype, a.shape...)
+		dst = EmptyOn(be, a.dtype, a.shape...)
 	} else {
 		checkDst("MaskedFill", dst, a.dtype, a.shape)
 	}

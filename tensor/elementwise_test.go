@@ -20,6 +20,7 @@ var binCases = []binCase{
 	{"Maximum", Maximum, math.Max},
 	{"Minimum", Minimum, math.Min},
 	{"AddScaled", func(d, a, b *Tensor) *Tensor { return AddScaled(d, a, b, -0.75) }, func(x, y float64) float64 { return x - 0.75*y }},
+	{"Lerp", func(d, a, b *Tensor) *Tensor { return Lerp(d, a, b, 0.25) }, func(x, y float64) float64 { return x + 0.25*(y-x) }},
 }
 
 var broadcastPairs = [][2][]int{

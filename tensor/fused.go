@@ -34,7 +34,7 @@ func LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float64) *Tensor {
 	d := x.shape[len(x.shape)-1]
 	rows := x.shape[:len(x.shape)-1]
 	if y == nil {
-		y = NewOn(be, x.dtype, x.shape...)
+		y = EmptyOn(be, x.dtype, x.shape...)
 	} else {
 		wantShape(name, "y", y, x.dtype, x.shape)
 	}
@@ -78,7 +78,7 @@ func LayerNormBackward(dx, dgamma, dbeta, gy, x, mean, rstd, gamma *Tensor) *Ten
 	wantShape(name, "mean", mean, x.dtype, rows)
 	wantShape(name, "rstd", rstd, x.dtype, rows)
 	if dx == nil {
-		dx = NewOn(be, x.dtype, x.shape...)
+		dx = EmptyOn(be, x.dtype, x.shape...)
 	} else {
 		wantShape(name, "dx", dx, x.dtype, x.shape)
 	}

@@ -19,7 +19,7 @@ func IndexSelect(dst, a *Tensor, axis int, idx []int32) *Tensor {
 	if dst == nil {
 		shape := cloneInts(a.shape)
 		shape[axis] = len(idx)
-		dst = NewOn(be, a.dtype, shape...)
+		dst = EmptyOn(be, a.dtype, shape...)
 	} else {
 		ok := dst.dtype == a.dtype && len(dst.shape) == len(a.shape)
 		for i := 0; ok && i < len(a.shape); i++ {
@@ -74,7 +74,7 @@ func segmentOp(name string, dst, src *Tensor, seg []int32, nseg int, mean bool) 
 	if dst == nil {
 		shape := cloneInts(src.shape)
 		shape[0] = nseg
-		dst = NewOn(be, src.dtype, shape...)
+		dst = EmptyOn(be, src.dtype, shape...)
 	} else if len(dst.shape) == 0 || dst.shape[0] != nseg {
 		fail(ErrShape, name, "dst shape %v for %d segments", dst.shape, nseg)
 	}

@@ -60,7 +60,7 @@ func gemmOp(name string, dst *Tensor, alpha float64, a, b *Tensor, transA, trans
 			fail(ErrShape, name, "dst is nil with beta = %v", beta)
 		}
 		shape := append(cloneInts(batch), m, n)
-		dst = NewOn(be, a.dtype, shape...)
+		dst = EmptyOn(be, a.dtype, shape...)
 	} else {
 		ok := dst.dtype == a.dtype && len(dst.shape) == len(batch)+2 &&
 			dst.shape[len(batch)] == m && dst.shape[len(batch)+1] == n && sameShape(dst.shape[:len(batch)], batch)

@@ -16,7 +16,7 @@ func reducedDst(name string, be Backend, dst, a *Tensor, axis int, keepdim bool)
 			}
 			shape = append(shape, d)
 		}
-		return NewOn(be, a.dtype, shape...)
+		return EmptyOn(be, a.dtype, shape...)
 	}
 	if dst.dtype != a.dtype {
 		fail(ErrDType, name, "dst is %v, operand is %v", dst.dtype, a.dtype)
@@ -105,6 +105,22 @@ func MeanAll(a *Tensor) float64 { return SumAll(a) / float64(a.Size()) }
 // MaxAbs returns max |a| over all elements (0 if a is empty).
 func MaxAbs(a *Tensor) float64 { return a.backend().ReduceAll(ReduceMaxAbs, a) }
 
+// FlagNonFinite sets flag to 1 if any element of a is NaN or infinite and
+// leaves it unchanged otherwise (Backend.NonFinite). flag is a tensor of
+// one element (any rank) with a's dtype on a's backend. Unlike a check
+// through SumAll it does not wait for a GPU: a training loop flags every
+// step's gradients and reads flag (Item) once in a while.
+func FlagNonFinite(flag, a *Tensor) {
+	be := pickBackend("FlagNonFinite", flag, a)
+	sameDType("FlagNonFinite", a.dtype, flag)
+	if flag.Size() != 1 {
+		fail(ErrShape, "FlagNonFinite", "flag shape %v, want one element", flag.shape)
+	}
+	if a.Size() > 0 {
+		be.NonFinite(flag, a)
+	}
+}
+
 // Norm2Squared returns Σ a², accumulated in float64.
 func Norm2Squared(a *Tensor) float64 { return a.backend().ReduceAll(ReduceSumSquares, a) }
 
@@ -142,7 +158,7 @@ func softmaxOp(name string, dst, a *Tensor, axis int, log bool) *Tensor {
 	be := pickBackend(name, dst, a)
 	axis = a.axis(name, axis)
 	if dst == nil {
-		dst = NewOn(be, a.dtype, a.shape...)
+		dst = EmptyOn(be, a.dtype, a.shape...)
 	} else {
 		checkDst(name, dst, a.dtype, a.shape)
 	}

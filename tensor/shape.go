@@ -135,5 +135,5 @@ func elementwiseDst(op string, be Backend, dst *Tensor, dt DType, ins ...*Tensor
 			shape = broadcastShapes(op, shape, t.shape)
 		}
 	}
-	return NewOn(be, dt, shape...)
+	return EmptyOn(be, dt, shape...)
 }

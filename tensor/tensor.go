@@ -51,7 +51,34 @@ var (
 	ErrBackend = errors.New("tensor: backend mismatch")
 	// ErrLayout reports a tensor that must be contiguous but is not.
 	ErrLayout = errors.New("tensor: tensor is not contiguous")
+	// ErrDevice is wrapped by the errors a Backend panics with when its
+	// device fails: memory exhausted, a kernel or library call that failed.
+	// Backend methods have no error results, so functions that run a whole
+	// computation (training, sampling) recover these panics with
+	// CatchDeviceError and return them.
+	ErrDevice = errors.New("tensor: device failure")
 )
+
+// CatchDeviceError, deferred by a function with a named error result,
+// turns a panic whose value is an error wrapping ErrDevice into that
+// result (joined with any error already there); other panics, programmer
+// errors such as ErrShape included, continue:
+//
+//	func Train(...) (m *Model, err error) {
+//		defer tensor.CatchDeviceError(&err)
+//		...
+//	}
+func CatchDeviceError(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if e, ok := r.(error); ok && errors.Is(e, ErrDevice) {
+		*err = errors.Join(*err, e)
+		return
+	}
+	panic(r)
+}
 
 func fail(kind error, op, format string, args ...any) {
 	panic(fmt.Errorf("tensor.%s: %s: %w", op, fmt.Sprintf(format, args...), kind))
@@ -102,6 +129,28 @@ func NewOn(b Backend, dt DType, shape ...int) *Tensor {
 	checkDType("New", dt)
 	n := shapeSize("New", shape)
 	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: rowMajorStrides(shape), st: b.Alloc(dt, n)}
+}
+
+// EmptyOn returns a contiguous tensor of the given dtype and shape in memory
+// of backend b whose contents are undefined (Backend.AllocUninit): for a
+// result that is about to be overwritten in full, it saves a GPU backend
+// the memset that NewOn needs. On the CPU it is NewOn.
+func EmptyOn(b Backend, dt DType, shape ...int) *Tensor {
+	checkDType("EmptyOn", dt)
+	n := shapeSize("EmptyOn", shape)
+	return &Tensor{dtype: dt, shape: cloneInts(shape), strides: rowMajorStrides(shape), st: b.AllocUninit(dt, n)}
+}
+
+// Release hands the memory of each tensor's storage back to its backend at
+// once (Backend.Release; a GPU backend returns it to its caching
+// allocator, the CPU does nothing). The tensors and every view of their
+// storage must not be used afterwards. Nil tensors are skipped.
+func Release(ts ...*Tensor) {
+	for _, t := range ts {
+		if t != nil {
+			t.backend().Release(t)
+		}
+	}
 }
 
 // New returns a zero tensor of the given dtype and shape on the CPU,
@@ -198,7 +247,7 @@ func (t *Tensor) NewLike() *Tensor { return NewOn(t.backend(), t.dtype, t.shape.
 
 // Clone returns a contiguous deep copy of t on t's backend.
 func (t *Tensor) Clone() *Tensor {
-	c := t.NewLike()
+	c := EmptyOn(t.backend(), t.dtype, t.shape...)
 	t.backend().Copy(c, t)
 	return c
 }
@@ -209,7 +258,7 @@ func (t *Tensor) To(dt DType) *Tensor {
 	if dt == t.dtype {
 		return t
 	}
-	c := NewOn(t.backend(), dt, t.shape...)
+	c := EmptyOn(t.backend(), dt, t.shape...)
 	t.backend().Copy(c, t)
 	return c
 }

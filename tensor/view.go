@@ -181,7 +181,7 @@ func Copy(dst, src *Tensor) *Tensor {
 		db.Upload(dst, host)
 		return dst
 	}
-	tmp := NewOn(db, dst.dtype, dst.shape...)
+	tmp := EmptyOn(db, dst.dtype, dst.shape...)
 	db.Upload(tmp, host)
 	db.Copy(dst, tmp)
 	return dst
@@ -224,7 +224,7 @@ func Concat(dst *Tensor, axis int, ts ...*Tensor) *Tensor {
 	if dst == nil {
 		shape := cloneInts(first.shape)
 		shape[axis] = total
-		dst = NewOn(be, first.dtype, shape...)
+		dst = EmptyOn(be, first.dtype, shape...)
 	} else {
 		if dst.dtype != first.dtype || len(dst.shape) != len(first.shape) || dst.shape[axis] != total {
 			fail(ErrShape, "Concat", "dst shape %v (%v) for %d tensors of shape %v joined on axis %d (total %d)", dst.shape, dst.dtype, len(ts), first.shape, axis, total)

@@ -13,7 +13,7 @@ enum {
 // Binary operations: the values of tensor.BinaryOp.
 enum {
     B_ADD, B_SUB, B_MUL, B_DIV, B_MAX, B_MIN, B_ADDSCALED, B_RELUGRAD,
-    B_GELUGRAD, B_SILUGRAD, B_SIGMOIDGRADY, B_TANHGRADY
+    B_GELUGRAD, B_SILUGRAD, B_SIGMOIDGRADY, B_TANHGRADY, B_LERP
 };
 
 #define INV_SQRT2 0.70710678118654752440
@@ -88,6 +88,7 @@ __device__ __forceinline__ T binary_op(int op, T x, T y, T alpha) {
     }
     case B_SIGMOIDGRADY: return y * x * (T(1) - x);
     case B_TANHGRADY: return y * (T(1) - x * x);
+    case B_LERP: return x + alpha * (y - x);
     }
     return x;
 }
@@ -172,5 +173,18 @@ __global__ void adamw(T* p, const T* g, T* m, T* v, double lr, double b1, double
         m[off[2]] = (T)mi;
         v[off[3]] = (T)vi;
         p[off[0]] = p[off[0]] * decay - (T)(step * mi / (sqrt(vi) * ibc2 + eps));
+    }
+}
+
+// nonfinite sets *flag = 1 if any element of a (operand 0 of L) is NaN or
+// infinite (x - x is 0 exactly for finite x). Threads that find one all
+// store the same value, so no atomics are needed.
+template <typename T>
+__global__ void nonfinite(T* flag, const T* a, Lay L) {
+    GRID_LOOP(i, L.n) {
+        long long off[1];
+        lay_offsets<1>(L, i, off);
+        T x = a[off[0]];
+        if (x - x != T(0)) *flag = T(1);
     }
 }

@@ -44,6 +44,62 @@ func testAlloc(t *testing.T, s *suite) {
 	}
 }
 
+func testAllocUninit(t *testing.T, s *suite) {
+	r := tensor.NewRNG(31)
+	for _, dt := range dtypes {
+		for _, shape := range [][]int{{}, {1}, {0}, {7}, {3, 0, 2}, {5, 13}, {2, 3, 5, 7}} {
+			x := tensor.EmptyOn(s.b, dt, shape...)
+			what := fmt.Sprintf("EmptyOn %v %v", dt, shape)
+			if x.Backend() != s.b || x.DType() != dt || x.Storage().DType() != dt || x.Storage().Len() < x.Size() || !x.IsContiguous() {
+				t.Errorf("%s: %v storage of %d elements on %s", what, x.Storage().DType(), x.Storage().Len(), x.Backend().Name())
+				continue
+			}
+			// The contents are undefined but the memory is usable: what is
+			// written reads back, whatever was there.
+			want := rand(r, dt, -2, 2, shape...)
+			tensor.Copy(x, want)
+			s.check(t, what, x, want, tolFor(dt, kExact))
+		}
+		// Results that ops allocate (from EmptyOn) are written in full, also
+		// when the backend hands out memory that held other values.
+		for i := range 6 {
+			junk := tensor.NewOn(s.b, dt, 64+i).Fill(math.NaN())
+			tensor.Release(junk)
+			x := rand(r, dt, -1, 1, 8, 8+i)
+			gx := s.on(x)
+			what := fmt.Sprintf("results after reuse %v %d", dt, i)
+			s.check(t, what+" Clone", gx.T().Clone(), x.T().Clone(), tolFor(dt, kExact))
+			s.check(t, what+" Add", tensor.Add(nil, gx, gx), tensor.Add(nil, x, x), tolFor(dt, kExact))
+			s.check(t, what+" Sum", tensor.Sum(nil, gx, 1, false), tensor.Sum(nil, x, 1, false), tolFor(dt, kReduce))
+			s.check(t, what+" MatMul", tensor.MatMul(nil, gx, gx, true, false), tensor.MatMul(nil, x, x, true, false), gemmTol(dt, 8))
+		}
+	}
+}
+
+func testRelease(t *testing.T, s *suite) {
+	r := tensor.NewRNG(32)
+	for _, dt := range dtypes {
+		// Releasing storage (through any view of it, or an empty tensor)
+		// leaves other tensors intact and the backend usable; repeated
+		// allocate/release cycles reuse memory without mixing contents.
+		keep := rand(r, dt, -1, 1, 33, 5)
+		gk := s.on(keep)
+		tensor.Release(tensor.NewOn(s.b, dt, 0), nil)
+		for i := range 20 {
+			x := rand(r, dt, -1, 1, 33, 5+i%4)
+			gx := s.on(x)
+			y := tensor.MulScalar(nil, gx, 2)
+			s.check(t, fmt.Sprintf("Release %v cycle %d", dt, i), y, tensor.MulScalar(nil, x, 2), tolFor(dt, kExact))
+			if i%2 == 0 {
+				tensor.Release(gx.T(), y) // a view releases the whole storage
+			} else {
+				tensor.Release(gx, y.Slice(0, 1, 3))
+			}
+		}
+		s.check(t, fmt.Sprintf("Release %v: a kept tensor", dt), gk, keep, tolFor(dt, kExact))
+	}
+}
+
 func testUploadDownload(t *testing.T, s *suite) {
 	r := tensor.NewRNG(1)
 	for _, dt := range dtypes {
@@ -243,6 +299,7 @@ var binaryCases = []binaryCase{
 	{"SiLUGrad", tensor.SiLUGrad, kTrans, true},
 	{"SigmoidGradFromY", tensor.SigmoidGradFromY, kElem, true},
 	{"TanhGradFromY", tensor.TanhGradFromY, kElem, true},
+	{"Lerp", func(d, a, b *tensor.Tensor) *tensor.Tensor { return tensor.Lerp(d, a, b, 0.37) }, kElem, false},
 }
 
 func testBinary(t *testing.T, s *suite) {

@@ -178,3 +178,69 @@ func testSoftmax(t *testing.T, s *suite) {
 		s.check(t, fmt.Sprintf("Softmax %v -Inf", dt), tensor.Softmax(nil, s.on(x), 1), tensor.Softmax(nil, x, 1), tolFor(dt, kSoftmax))
 	}
 }
+
+func testNonFinite(t *testing.T, s *suite) {
+	r := tensor.NewRNG(33)
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, dt := range dtypes {
+		big := math.MaxFloat32
+		if dt == tensor.Float64 {
+			big = math.MaxFloat64
+		}
+		cases := []struct {
+			name  string
+			shape []int
+			at    int // flat index of the special value, -1 for none
+			v     float64
+			want  float64
+		}{
+			{"finite", []int{5, 7}, -1, 0, 0},
+			{"scalar NaN", []int{}, 0, nan, 1},
+			{"NaN first", []int{300}, 0, nan, 1},
+			{"+Inf last", []int{3, 1, 129}, 3*129 - 1, inf, 1},
+			{"-Inf middle", []int{70000}, 41234, -inf, 1},
+			{"largest finite", []int{4, 9}, 17, big, 0},
+			{"-largest finite", []int{4, 9}, 5, -big, 0},
+			{"large finite", []int{200001}, -1, 0, 0},
+		}
+		for _, c := range cases {
+			x := rand(r, dt, -3, 3, c.shape...)
+			v := x.Float64s()
+			if c.at >= 0 {
+				v[c.at] = c.v
+			}
+			tensor.Copy(x, tensor.FromFloat64(v).Reshape(c.shape...))
+			for _, lay := range layouts {
+				gx := lay.make(s, x)
+				if gx == nil {
+					continue
+				}
+				what := fmt.Sprintf("NonFinite %v %s %s", dt, c.name, lay.name)
+				flag := tensor.NewOn(s.b, dt, 1)
+				tensor.FlagNonFinite(flag, gx)
+				if got := flag.Item(); got != c.want {
+					t.Errorf("%s: flag %v, want %v", what, got, c.want)
+				}
+				// A set flag stays set; the flag may have any rank.
+				set := tensor.NewOn(s.b, dt, 1, 1).Fill(1)
+				tensor.FlagNonFinite(set, gx)
+				if got := set.Item(); got != 1 {
+					t.Errorf("%s: a set flag became %v", what, got)
+				}
+			}
+		}
+		// Flags accumulate over calls, and an empty tensor leaves them alone.
+		flag := tensor.NewOn(s.b, dt)
+		tensor.FlagNonFinite(flag, tensor.NewOn(s.b, dt, 0, 3))
+		tensor.FlagNonFinite(flag, s.on(rand(r, dt, -1, 1, 10)))
+		if got := flag.Item(); got != 0 {
+			t.Errorf("NonFinite %v: flag %v after finite tensors, want 0", dt, got)
+		}
+		bad := tensor.FromFloat64([]float64{1, nan}).To(dt)
+		tensor.FlagNonFinite(flag, s.on(bad))
+		tensor.FlagNonFinite(flag, s.on(rand(r, dt, -1, 1, 10)))
+		if got := flag.Item(); got != 1 {
+			t.Errorf("NonFinite %v: flag %v after a NaN, want 1", dt, got)
+		}
+	}
+}

@@ -39,6 +39,8 @@ type testCase struct {
 var cases = []testCase{
 	{"Name", testName},
 	{"Alloc", testAlloc},
+	{"AllocUninit", testAllocUninit},
+	{"Release", testRelease},
 	{"Upload", testUploadDownload},
 	{"Download", testUploadDownload},
 	{"Fill", testFill},
@@ -49,6 +51,7 @@ var cases = []testCase{
 	{"MaskedFill", testMaskedFill},
 	{"Reduce", testReduce},
 	{"ReduceAll", testReduceAll},
+	{"NonFinite", testNonFinite},
 	{"Argmax", testArgmax},
 	{"SumTo", testSumTo},
 	{"Softmax", testSoftmax},
