@@ -203,6 +203,9 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	if err := trainer.UnmarshalMeta(f.Metadata, trainer.MetaConfig, &m.Cfg); err != nil {
 		return nil, err
 	}
+	if err := m.Cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if err := trainer.UnmarshalMeta(f.Metadata, metaScale, &m.Scale); err != nil {
 		return nil, err
 	}
@@ -215,6 +218,9 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	}
 	if vc.Architecture() != ae.Cfg.Architecture() {
 		return nil, fmt.Errorf("trained with LG-VAE config %+v, given %+v", vc, ae.Cfg)
+	}
+	if m.Cfg.DiT.Dim != ae.Cfg.Latent {
+		return nil, fmt.Errorf("the denoiser works on %d-dimensional tokens, the LG-VAE's latents have %d dimensions", m.Cfg.DiT.Dim, ae.Cfg.Latent)
 	}
 	// Checkpoints written before fingerprints were stored have none.
 	if want, ok := f.Metadata[metaEncPrint]; ok {
@@ -232,7 +238,15 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	if len(m.NodeCounts) == 0 || slices.Max(m.NodeCounts) <= 0 {
 		return nil, fmt.Errorf("empty node-count distribution")
 	}
-	net, err := dit.New(m.Cfg.DiT, tensor.NewRNG(0))
+	if n := slices.Min(m.NodeCounts); n < 0 {
+		return nil, fmt.Errorf("node-count distribution has a negative count %d (for %d nodes)", n, slices.Index(m.NodeCounts, n))
+	}
+	// Check the sizes the configuration claims against the file before
+	// allocating a network from it.
+	if err := checkDiT(m.Cfg.DiT, f); err != nil {
+		return nil, err
+	}
+	net, err := dit.New(m.Cfg.DiT, tensor.NewRNG(0), nn.WithDType(f.Tensors["x_embed.weight"].DType()))
 	if err != nil {
 		return nil, err
 	}
@@ -241,6 +255,51 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	}
 	m.Net = net
 	return m, nil
+}
+
+// checkDiT compares the shapes of one tensor for every size cfg sets
+// (Dim, Width, TimeFreqDim, MLPRatio·Width) and of one Width x Width
+// tensor per block with the file, so that a configuration claiming more
+// than the file holds is an error before anything of its size is
+// allocated. The loop stops at the first block the file lacks.
+func checkDiT(cfg dit.Config, f *safetensors.File) error {
+	in := cfg.Dim
+	if cfg.SelfCond {
+		in = 2 * cfg.Dim
+	}
+	E := cfg.Width
+	hidden := int(math.Round(cfg.MLPRatio * float64(E)))
+	check := func(name string, shape ...int) error {
+		t, ok := f.Tensors[name]
+		if !ok {
+			return fmt.Errorf("tensor %q missing: the file does not match its configuration", name)
+		}
+		if !slices.Equal(t.Shape(), shape) {
+			return fmt.Errorf("tensor %q has shape %v, the configuration implies %v", name, t.Shape(), shape)
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		name  string
+		shape []int
+	}{
+		{"x_embed.weight", []int{E, in}},
+		{"t_embed.0.weight", []int{E, cfg.TimeFreqDim}},
+		{"final.weight", []int{cfg.Dim, E}},
+	} {
+		if err := check(c.name, c.shape...); err != nil {
+			return err
+		}
+	}
+	for b := range cfg.Depth {
+		if err := check(fmt.Sprintf("blocks.%d.attn.out.weight", b), E, E); err != nil {
+			return err
+		}
+		if err := check(fmt.Sprintf("blocks.%d.mlp.0.weight", b), hidden, E); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ToBackend moves the denoiser to backend b (for example the GPU backend

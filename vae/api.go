@@ -25,9 +25,10 @@ func (m *Model) Save(path string, extra map[string]string) error {
 	return safetensors.Save(path, nn.StateDict(m), meta)
 }
 
-// Load reads a model written by Save (or the best-model file of Train).
-// It returns a clear error for a file that is not an LG-VAE checkpoint, is
-// truncated, or whose tensors do not match its configuration.
+// Load reads a model written by Save (or the best-model file of Train), in
+// the precision it was saved in (float32 or float64). It returns a clear
+// error for a file that is not an LG-VAE checkpoint, is truncated, or
+// whose tensors do not match its configuration.
 func Load(path string) (*Model, error) {
 	f, err := safetensors.Load(path)
 	if err != nil {
@@ -53,12 +54,17 @@ func FromFile(f *safetensors.File) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if _, ok := f.Tensors["model.encoder.eig_eps"]; ok {
+		return nil, fmt.Errorf("a training-state checkpoint (weights under \"model.\", with optimiser state), not a model file: load the %s that training writes beside it", ModelFile)
+	}
 	// Check the sizes the config claims against the file before allocating
 	// a model from it, so a tiny hostile header cannot demand gigabytes.
 	if err := checkDims(cfg, f); err != nil {
 		return nil, err
 	}
-	m, err := New(cfg, 0)
+	// Build the model in the precision the file stores: Save writes a
+	// float64 model's weights as F64.
+	m, err := New(cfg, 0, nn.WithDType(f.Tensors["encoder.eig_eps"].DType()))
 	if err != nil {
 		return nil, err
 	}
@@ -162,24 +168,73 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int,
 	return m.graphs(dec, o.rule), nil
 }
 
-// checkDims compares a few tensor shapes implied by cfg with the file.
+// checkDims compares the tensor shapes implied by cfg with the file before
+// a model is built from it: one tensor for every size the configuration
+// sets (K, PhiWidth, Latent, Width, DeepSet, EdgeClasses, NodeClasses,
+// RefineWidth) and one square Width x Width (or RefineWidth) tensor for
+// every rho layer and refinement block, so a configuration claiming more
+// than the file holds is an error before anything of its size is
+// allocated.
 func checkDims(cfg Config, f *safetensors.File) error {
-	want := map[string][]int{
-		"encoder.eig_eps":       {1, cfg.K},
-		"encoder.phi.2.weight":  {cfg.PhiWidth, 2 * cfg.PhiWidth},
-		"encoder.head.2.weight": {2 * cfg.Latent, cfg.Width},
-		fmt.Sprintf("encoder.rho.%d.norm.weight", cfg.Layers-1): nil,
+	in := 2
+	mult := 2
+	if cfg.Directed {
+		in, mult = 3, 4
 	}
-	if cfg.Norm == NoNorm {
-		delete(want, fmt.Sprintf("encoder.rho.%d.norm.weight", cfg.Layers-1))
+	h, E, d := cfg.PhiWidth, cfg.Width, cfg.Latent
+	type want struct {
+		name  string
+		shape []int
 	}
-	for name, shape := range want {
-		t, ok := f.Tensors[name]
+	ws := []want{
+		{"encoder.eig_eps", []int{1, cfg.K}},
+		{"encoder.phi.0.weight", []int{2 * h, in}},
+		{"encoder.phi.2.weight", []int{h, 2 * h}},
+		{"encoder.head.0.weight", []int{E, E}},
+		{"encoder.head.2.weight", []int{2 * d, E}},
+		{"decoder.proj.weight", []int{mult * (cfg.EdgeClasses + 1) * d, d}},
+		{"decoder.deepset.ctx.weight", []int{cfg.DeepSet, cfg.DeepSet}},
+	}
+	if cfg.PhiGate {
+		ws = append(ws, want{"encoder.phi_gate.2.weight", []int{(in - 1) * h, h}})
+	}
+	if cfg.NodeClasses > 0 {
+		ws = append(ws, want{"encoder.node_emb.weight", []int{cfg.NodeClasses, h}},
+			want{"decoder.node_head.weight", []int{cfg.NodeClasses, d}})
+	}
+	if cfg.Refine > 0 {
+		ws = append(ws, want{"decoder.refine.in.weight", []int{cfg.RefineWidth, d}})
+	}
+	check := func(w want) error {
+		t, ok := f.Tensors[w.name]
 		if !ok {
-			return fmt.Errorf("tensor %q missing: the file does not match its configuration", name)
+			return fmt.Errorf("tensor %q missing: the file does not match its configuration", w.name)
 		}
-		if shape != nil && !slices.Equal(t.Shape(), shape) {
-			return fmt.Errorf("tensor %q has shape %v, the configuration implies %v", name, t.Shape(), shape)
+		if !slices.Equal(t.Shape(), w.shape) {
+			return fmt.Errorf("tensor %q has shape %v, the configuration implies %v", w.name, t.Shape(), w.shape)
+		}
+		return nil
+	}
+	for _, w := range ws {
+		if err := check(w); err != nil {
+			return err
+		}
+	}
+	// The loops stop at the first layer the file lacks, so a huge claimed
+	// depth costs no more than the file is long.
+	layer := "encoder.rho.%d.conv.mlp.1.weight"
+	if cfg.Directed {
+		layer = "encoder.rho.%d.conv.conv_in.mlp.1.weight"
+	}
+	for l := range cfg.Layers {
+		if err := check(want{fmt.Sprintf(layer, l), []int{E, E}}); err != nil {
+			return err
+		}
+	}
+	for b := range cfg.Refine {
+		W := cfg.RefineWidth
+		if err := check(want{fmt.Sprintf("decoder.refine.blocks.%d.attn.out.weight", b), []int{W, W}}); err != nil {
+			return err
 		}
 	}
 	return nil
