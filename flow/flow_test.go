@@ -268,6 +268,23 @@ func TestSampleOptions(t *testing.T) {
 	if jump := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithFinalJump(0.5)); slices.Equal(jump, euler) {
 		t.Error("a final jump at 0.5 gave the same graphs as none")
 	}
+	// SampleLatents gives the latents Sample decodes.
+	lat, err := flow.SampleLatents(ctx, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithSteps(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := m.VAE.DecodeGraphs(ctx, lat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g6(decoded); !slices.Equal(got, euler) {
+		t.Errorf("SampleLatents decodes to %v, Sample gave %v", got, euler)
+	}
+	for i, z := range lat {
+		if z.Dim(0) != decoded[i].N() {
+			t.Errorf("graph %d: latents %v for %d nodes", i, z.Shape(), decoded[i].N())
+		}
+	}
 	r1 := sample(t, m, 5, flow.WithSeed(9), flow.WithRandomGrid())
 	r2 := sample(t, m, 5, flow.WithSeed(9), flow.WithRandomGrid())
 	if !slices.Equal(r1, r2) {

@@ -87,69 +87,106 @@ func WithProgress(f func(done, total int)) SampleOption {
 // once on the same Model, and returns ctx.Err() promptly when ctx is
 // cancelled.
 func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*graph.Graph, error) {
+	out := make([]*graph.Graph, 0, max(n, 0))
+	err := sample(ctx, m, n, opts, func(z *tensor.Tensor, sizes []int, o *sampleOptions) error {
+		gs, err := m.VAE.DecodePadded(ctx, z, sizes, vae.WithEdgeRule(o.edgeRule))
+		if err != nil {
+			return err
+		}
+		out = append(out, gs...)
+		if o.progress != nil {
+			o.progress(len(out), n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SampleLatents generates the latents of n graphs without decoding them:
+// the i-th result is (n_i, d) in the LG-VAE's latent space, ready for
+// vae.Model.DecodeGraphs. With the same seed and options, Sample decodes
+// exactly these latents (WithEdgeRule is ignored here). It is safe for
+// concurrent use like Sample.
+func SampleLatents(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*tensor.Tensor, error) {
+	out := make([]*tensor.Tensor, 0, max(n, 0))
+	err := sample(ctx, m, n, opts, func(z *tensor.Tensor, sizes []int, o *sampleOptions) error {
+		for i, s := range sizes {
+			out = append(out, z.Slice(0, i, i+1).Reshape(z.Dim(1), z.Dim(2)).Slice(0, 0, s).Clone())
+		}
+		if o.progress != nil {
+			o.progress(len(out), n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sample validates the options, draws node counts and integrates batch after
+// batch, handing each batch's padded latents (B, N, d) on the CPU to emit.
+func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func(z *tensor.Tensor, sizes []int, o *sampleOptions) error) error {
 	o := sampleOptions{steps: 100, batch: 256, method: Euler, temp: 1}
 	for _, f := range opts {
 		f(&o)
 	}
 	switch {
 	case n < 0:
-		return nil, fmt.Errorf("flow: cannot sample %d graphs", n)
+		return fmt.Errorf("flow: cannot sample %d graphs", n)
 	case o.steps <= 0:
-		return nil, fmt.Errorf("flow: steps must be positive, got %d", o.steps)
+		return fmt.Errorf("flow: steps must be positive, got %d", o.steps)
 	case o.batch <= 0:
-		return nil, fmt.Errorf("flow: batch size must be positive, got %d", o.batch)
+		return fmt.Errorf("flow: batch size must be positive, got %d", o.batch)
 	case !(o.temp > 0) || math.IsInf(o.temp, 0):
-		return nil, fmt.Errorf("flow: temperature must be positive and finite, got %g", o.temp)
+		return fmt.Errorf("flow: temperature must be positive and finite, got %g", o.temp)
 	case o.jumpAt != 0 && !(o.jumpAt > 0.01 && o.jumpAt < 1):
-		return nil, fmt.Errorf("flow: final jump time must be in (0.01, 1), got %g", o.jumpAt)
+		return fmt.Errorf("flow: final jump time must be in (0.01, 1), got %g", o.jumpAt)
 	case o.jumpAt != 0 && o.steps < 2:
-		return nil, fmt.Errorf("flow: a final jump needs at least 2 steps, got %d", o.steps)
+		return fmt.Errorf("flow: a final jump needs at least 2 steps, got %d", o.steps)
 	case o.method != Euler && o.method != Heun:
-		return nil, fmt.Errorf("flow: unknown method %q", o.method)
+		return fmt.Errorf("flow: unknown method %q", o.method)
 	case !o.edgeRule.Valid():
-		return nil, fmt.Errorf("flow: unknown edge rule %v", o.edgeRule)
+		return fmt.Errorf("flow: unknown edge rule %v", o.edgeRule)
 	case o.sizes != nil && len(o.sizes) != n:
-		return nil, fmt.Errorf("flow: %d node counts for %d graphs", len(o.sizes), n)
+		return fmt.Errorf("flow: %d node counts for %d graphs", len(o.sizes), n)
 	case m == nil || m.Net == nil || m.VAE == nil:
-		return nil, errors.New("flow: Sample needs a trained model")
+		return errors.New("flow: Sample needs a trained model")
 	}
 	sizes := o.sizes
 	if sizes == nil {
 		total := 0
 		for _, c := range m.NodeCounts {
 			if c < 0 {
-				return nil, fmt.Errorf("flow: negative entry %d in the node-count distribution", c)
+				return fmt.Errorf("flow: negative entry %d in the node-count distribution", c)
 			}
 			total += c
 		}
 		if total == 0 {
-			return nil, errors.New("flow: the model has no node-count distribution; pass WithNodeCounts")
+			return errors.New("flow: the model has no node-count distribution; pass WithNodeCounts")
 		}
 		sizes = drawSizes(m.NodeCounts, n, tensor.NewRNG(o.seed^0x512e5))
 	}
 	for i, s := range sizes {
 		if s <= 0 {
-			return nil, fmt.Errorf("flow: graph %d has %d nodes", i, s)
+			return fmt.Errorf("flow: graph %d has %d nodes", i, s)
 		}
 	}
-	out := make([]*graph.Graph, 0, n)
 	for lo, bi := 0, 0; lo < n; lo, bi = lo+o.batch, bi+1 {
 		hi := min(lo+o.batch, n)
 		r := tensor.NewRNG(o.seed ^ (uint64(bi)+1)*0x9e3779b97f4a7c15)
 		z, err := integrate(ctx, m, sizes[lo:hi], o, r)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		gs, err := m.VAE.DecodePadded(ctx, z, sizes[lo:hi], vae.WithEdgeRule(o.edgeRule))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, gs...)
-		if o.progress != nil {
-			o.progress(len(out), n)
+		if err := emit(z, sizes[lo:hi], &o); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // drawSizes draws n node counts from the histogram counts.
