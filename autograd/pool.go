@@ -58,7 +58,7 @@ func (tp *Tape) allocDT(dt tensor.DType, be tensor.Backend, shape ...int) *tenso
 		n *= d
 	}
 	if be != tensor.CPU {
-		return tensor.NewOn(be, dt, shape...)
+		return tp.allocDevice(be, dt, shape)
 	}
 	class, capacity := sizeClass(n)
 	switch dt {

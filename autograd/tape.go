@@ -17,7 +17,10 @@ import (
 //
 // Every value and gradient buffer a tape allocates comes from a package-level
 // pool and goes back to it on Release, so a training loop that releases its
-// tape after each step does not grow the heap. A no-grad tape (NoGrad)
+// tape after each step does not grow the heap. On another backend (a GPU)
+// the buffers are the backend's, allocated without zeroing, and Release
+// hands them back to it (tensor.Release: the GPU backend's caching
+// allocator) instead of leaving them to the garbage collector. A no-grad tape (NoGrad)
 // computes values but records nothing.
 type Tape struct {
 	noGrad   bool
@@ -26,7 +29,8 @@ type Tape struct {
 	slab     int // index of the slab being filled
 	slabPos  int // next free Var in slabs[slab]
 	bufs     []poolBuf
-	backward bool // Backward ran at least once
+	dev      []*tensor.Tensor // buffers on other backends, released with the tape
+	backward bool             // Backward ran at least once
 }
 
 // TapeOption configures a Tape.
@@ -186,7 +190,29 @@ func (tp *Tape) Release() {
 	}
 	clear(tp.bufs)
 	tp.bufs = tp.bufs[:0]
+	tensor.Release(tp.dev...)
+	clear(tp.dev)
+	tp.dev = tp.dev[:0]
 	tp.backward = false
+}
+
+// allocDevice returns an uninitialised contiguous tensor on backend be
+// (not the CPU) that Release hands back to be.
+func (tp *Tape) allocDevice(be tensor.Backend, dt tensor.DType, shape []int) *tensor.Tensor {
+	t := tensor.EmptyOn(be, dt, shape...)
+	tp.dev = append(tp.dev, t)
+	return t
+}
+
+// Own makes t, a tensor the caller allocated for this tape's computation
+// (a batch uploaded to a GPU, a constant), go back to its backend when the
+// tape is released, like the tape's own buffers; t must not be used after
+// Release. CPU tensors are left to the garbage collector. It returns t.
+func (tp *Tape) Own(t *tensor.Tensor) *tensor.Tensor {
+	if t != nil && t.Backend() != tensor.CPU {
+		tp.dev = append(tp.dev, t)
+	}
+	return t
 }
 
 // addGrad adds g to v's gradient. If owned, g is a tape buffer nobody else

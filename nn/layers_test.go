@@ -270,3 +270,97 @@ func TestToBackendNoOp(t *testing.T) {
 		t.Error("nil backend accepted")
 	}
 }
+
+// tiedModule lists one Var under two names.
+type tiedModule struct{ lin *Linear }
+
+func (m tiedModule) Params() []Param {
+	return []Param{{Name: "a", V: m.lin.W}, {Name: "b", V: m.lin.W}}
+}
+
+// TestFlatten checks that Flatten keeps every value and the forward and
+// backward passes, packs parameters group by group into one storage with
+// gradients laid out alike, is idempotent, and refuses a Var listed twice.
+func TestFlatten(t *testing.T) {
+	build := func() *MLP { return NewMLP(tensor.NewRNG(3), []int{4, 6, 5, 2}) }
+	grads := func(m *MLP) map[string][]float64 {
+		x := autograd.NewConst(tensor.FillUniform(tensor.New(tensor.Float32, 3, 4), tensor.NewRNG(4), -1, 1))
+		tp := autograd.NewTape()
+		tp.Backward(tp.SumAll(m.Forward(tp, x)))
+		tp.Release()
+		out := map[string][]float64{}
+		for _, p := range m.Params() {
+			out[p.Name] = p.V.Grad.Float64s()
+		}
+		return out
+	}
+	ref, flat := build(), build()
+	want := grads(ref)
+	byRank := func(name string, shape []int) int { return -len(shape) } // matrices first
+	if err := Flatten(flat, byRank); err != nil {
+		t.Fatal(err)
+	}
+	ps := flat.Params()
+	st := ps[0].V.Value.Storage()
+	gst := ps[0].V.Grad.Storage()
+	for _, p := range ps {
+		if p.V.Value.Storage() != st || p.V.Grad.Storage() != gst {
+			t.Fatalf("%s is not in the flat storage", p.Name)
+		}
+		if p.V.Value.Offset() != p.V.Grad.Offset() {
+			t.Errorf("%s: value at %d, gradient at %d", p.Name, p.V.Value.Offset(), p.V.Grad.Offset())
+		}
+		if m := tensor.MaxAbs(p.V.Grad); m != 0 {
+			t.Errorf("%s: gradient not zeroed (%v)", p.Name, m)
+		}
+	}
+	// Matrices (rank 2) come first, then the biases, each in Params order.
+	wantOrder := []string{"0.weight", "1.weight", "2.weight", "0.bias", "1.bias", "2.bias"}
+	off := 0
+	for _, name := range wantOrder {
+		for _, p := range ps {
+			if p.Name == name {
+				if p.V.Value.Offset() != off {
+					t.Errorf("%s at offset %d, want %d", name, p.V.Value.Offset(), off)
+				}
+				off += p.V.Value.Size()
+			}
+		}
+	}
+	if off != st.Len() {
+		t.Errorf("parameters cover %d of %d flat elements", off, st.Len())
+	}
+	got := grads(flat)
+	for _, p := range ref.Params() {
+		if !equalFloats(got[p.Name], want[p.Name]) {
+			t.Errorf("%s: gradient changed by flattening", p.Name)
+		}
+	}
+	for name, v := range StateDict(ref) {
+		if !equalFloats(StateDict(flat)[name].Float64s(), v.Float64s()) {
+			t.Errorf("%s: value changed by flattening", name)
+		}
+	}
+	// Flattening again changes nothing.
+	w := ps[0].V.Value
+	if err := Flatten(flat, byRank); err != nil || flat.Params()[0].V.Value != w {
+		t.Errorf("a second Flatten: err %v, moved the parameters %v", err, flat.Params()[0].V.Value != w)
+	}
+	lin := NewLinear(tensor.NewRNG(1), 3, 2)
+	lw := lin.W.Value
+	if err := Flatten(tiedModule{lin}, nil); err == nil || lin.W.Value != lw {
+		t.Errorf("a Var listed twice: err %v, value replaced %v", err, lin.W.Value != lw)
+	}
+}
+
+func equalFloats(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -75,7 +75,10 @@ func (c AdamWConfig) Validate() error {
 // The state (t, m, v) is kept per parameter, in the parameter's dtype and
 // on its backend; parameters with a nil Grad are skipped and their t does
 // not advance. The update runs through tensor.AdamWStep, a fused kernel
-// of the tensor's backend.
+// of the tensor's backend, once per run of parameters that are adjacent in
+// memory with their gradients and state and share t and the weight decay
+// (all of a flattened module's parameters, nn.Flatten, in one or two runs),
+// otherwise once per parameter; the results are the same.
 type AdamW struct {
 	cfg    AdamWConfig
 	params []Param
@@ -95,12 +98,13 @@ func NewAdamW(params []Param, cfg AdamWConfig) (*AdamW, error) {
 	if err := checkParams("AdamW", params); err != nil {
 		return nil, err
 	}
-	o := &AdamW{cfg: cfg, params: slices.Clone(params),
-		m: make([]*tensor.Tensor, len(params)), v: make([]*tensor.Tensor, len(params)), t: make([]int, len(params))}
+	o := &AdamW{cfg: cfg, params: slices.Clone(params), t: make([]int, len(params))}
+	values := make([]*tensor.Tensor, len(params))
 	for i, p := range params {
-		o.m[i] = p.Value.NewLike()
-		o.v[i] = p.Value.NewLike()
+		values[i] = p.Value
 	}
+	// The moments are laid out like the parameters (flat if they are).
+	o.m, o.v = mirrorZeros(values), mirrorZeros(values)
 	return o, nil
 }
 
@@ -121,27 +125,36 @@ func (o *AdamW) Params() []Param { return o.params }
 // It panics if a gradient's shape or dtype differs from its parameter's.
 func (o *AdamW) Step() {
 	c := o.cfg
-	for i, p := range o.params {
-		if p.Grad == nil {
-			continue
+	ps := o.params
+	for i, p := range ps {
+		if p.Grad != nil {
+			o.t[i]++
 		}
-		o.t[i]++
-		wd := 0.0
-		if p.Decay {
-			wd = c.WeightDecay
-		}
-		tensor.AdamWStep(p.Value, p.Grad, o.m[i], o.v[i], c.LR, c.Beta1, c.Beta2, c.Eps, wd, o.t[i])
 	}
+	forRuns(len(ps), func(i int) bool { return ps[i].Grad == nil },
+		func(i, j int) bool {
+			return o.t[i] == o.t[j] && ps[i].Decay == ps[j].Decay && sameShape(ps[j].Value, ps[j].Grad) &&
+				adjacent(ps[i].Value, ps[j].Value) && adjacent(ps[i].Grad, ps[j].Grad) &&
+				adjacent(o.m[i], o.m[j]) && adjacent(o.v[i], o.v[j])
+		},
+		func(i int) int { return ps[i].Value.Size() },
+		func(lo, hi, n int) {
+			p := ps[lo]
+			wd := 0.0
+			if p.Decay {
+				wd = c.WeightDecay
+			}
+			if hi-lo == 1 {
+				tensor.AdamWStep(p.Value, p.Grad, o.m[lo], o.v[lo], c.LR, c.Beta1, c.Beta2, c.Eps, wd, o.t[lo])
+				return
+			}
+			tensor.AdamWStep(span(p.Value, n), span(p.Grad, n), span(o.m[lo], n), span(o.v[lo], n),
+				c.LR, c.Beta1, c.Beta2, c.Eps, wd, o.t[lo])
+		})
 }
 
-// ZeroGrad sets every non-nil gradient to zero.
-func (o *AdamW) ZeroGrad() {
-	for _, p := range o.params {
-		if p.Grad != nil {
-			p.Grad.Zero()
-		}
-	}
-}
+// ZeroGrad sets every non-nil gradient to zero (see the function ZeroGrad).
+func (o *AdamW) ZeroGrad() { ZeroGrad(o.params) }
 
 // Steps returns the number of updates applied to the parameter called name
 // (0 if there is none).

@@ -24,20 +24,24 @@ func ClipGradNorm(params []Param, maxNorm float64) float64 {
 	}
 	coef := maxNorm / (total + 1e-6)
 	if coef < 1 {
-		for _, p := range params {
-			if p.Grad != nil {
-				tensor.MulScalar(p.Grad, p.Grad, coef)
-			}
-		}
+		gradRuns(params, func(g *tensor.Tensor) { tensor.MulScalar(g, g, coef) })
 	}
 	return total
 }
 
 // GradNorm returns the global L2 norm of the non-nil gradients,
 // sqrt(Σ_params Σ_i g_i²), accumulated in float64. It reads the gradients
-// only.
+// only. On the CPU the squares are summed parameter by parameter; on
+// another backend (a GPU, where each sum is a wait for the device) once per
+// run of adjacent gradients (see nn.Flatten), which sums in another order.
 func GradNorm(params []Param) float64 {
 	var ss float64
+	for _, p := range params {
+		if p.Grad != nil && p.Grad.Backend() != tensor.CPU {
+			gradRuns(params, func(g *tensor.Tensor) { ss += tensor.Norm2Squared(g) })
+			return math.Sqrt(ss)
+		}
+	}
 	for _, p := range params {
 		if p.Grad != nil {
 			ss += tensor.Norm2Squared(p.Grad)

@@ -104,11 +104,34 @@ func NewEMA(params []Param, cfg EMAConfig) (*EMA, error) {
 	if err := checkParams("EMA", params); err != nil {
 		return nil, err
 	}
-	e := &EMA{cfg: cfg, params: slices.Clone(params), shadow: make([]*tensor.Tensor, len(params))}
+	e := &EMA{cfg: cfg, params: slices.Clone(params)}
+	values := make([]*tensor.Tensor, len(params))
 	for i, p := range params {
-		e.shadow[i] = p.Value.Clone()
+		values[i] = p.Value
 	}
+	// The shadow weights are laid out like the parameters (flat if they
+	// are), so that an update is one pass per run of adjacent parameters.
+	e.shadow = mirrorZeros(values)
+	e.runs(func(s, x *tensor.Tensor) { tensor.Copy(s, x) })
 	return e, nil
+}
+
+// runs calls fn(shadow, online) for each run of parameters adjacent in
+// memory together with their shadows (one pair per parameter if none are).
+func (e *EMA) runs(fn func(s, x *tensor.Tensor)) {
+	ps := e.params
+	forRuns(len(ps), nil,
+		func(i, j int) bool {
+			return adjacent(ps[i].Value, ps[j].Value) && adjacent(e.shadow[i], e.shadow[j]) && sameShape(ps[j].Value, e.shadow[j])
+		},
+		func(i int) int { return ps[i].Value.Size() },
+		func(lo, hi, n int) {
+			if hi-lo == 1 {
+				fn(e.shadow[lo], ps[lo].Value)
+				return
+			}
+			fn(span(e.shadow[lo], n), span(ps[lo].Value, n))
+		})
 }
 
 // Config returns the EMA's configuration.
@@ -132,14 +155,13 @@ func (e *EMA) Update(step int) float64 {
 	if step > e.cfg.UpdateAfterStep {
 		d = e.cfg.Decay(step)
 	}
-	for i, p := range e.params {
-		s := e.shadow[i]
+	e.runs(func(s, x *tensor.Tensor) {
 		if d == 0 {
-			tensor.Copy(s, p.Value)
-			continue
+			tensor.Copy(s, x)
+			return
 		}
-		lerp(s, p.Value, 1-d)
-	}
+		lerp(s, x, 1-d)
+	})
 	return d
 }
 
@@ -216,12 +238,10 @@ func (e *EMA) CopyTo(dst []Param) error {
 }
 
 // lerp sets s ← s + w·(x − s) elementwise (torch.lerp_), in one pass over
-// contiguous CPU tensors, or with two tensor ops on other backends.
+// contiguous CPU tensors, or with tensor.Lerp (one kernel) otherwise.
 func lerp(s, x *tensor.Tensor, w float64) {
 	if s.Backend() != tensor.CPU || x.Backend() != tensor.CPU || !s.IsContiguous() || !x.IsContiguous() {
-		// s ← (1−w)·s + w·x
-		tensor.MulScalar(s, s, 1-w)
-		tensor.AddScaled(s, s, x, w)
+		tensor.Lerp(s, s, x, w)
 		return
 	}
 	if !slices.Equal(s.Shape(), x.Shape()) || s.DType() != x.DType() {

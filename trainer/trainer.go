@@ -35,14 +35,23 @@ func OptimParams(m nn.Module) []optim.Param {
 	return out
 }
 
-// ZeroGrad zeroes the gradient buffers of ps in place.
-func ZeroGrad(ps []optim.Param) {
-	for _, p := range ps {
-		if p.Grad != nil {
-			p.Grad.Zero()
+// Flatten packs m's parameters into flat tensors (nn.Flatten), matrices
+// (the parameters optim.DefaultDecay decays) first, so that OptimParams and
+// the optimisers built on it update them with a few kernel launches per
+// step instead of a few per parameter. Call it after moving m to its
+// backend and before OptimParams; it changes no value and no result.
+func Flatten(m nn.Module) error {
+	return nn.Flatten(m, func(name string, shape []int) int {
+		if optim.DefaultDecay(name, shape) {
+			return 0
 		}
-	}
+		return 1
+	})
 }
+
+// ZeroGrad zeroes the gradient buffers of ps in place (optim.ZeroGrad:
+// one fill per run of adjacent buffers).
+func ZeroGrad(ps []optim.Param) { optim.ZeroGrad(ps) }
 
 // Metadata keys written by SaveState.
 const (
@@ -194,4 +203,108 @@ func Step(tp *autograd.Tape, loss *autograd.Var, params []optim.Param, opt *opti
 	}
 	opt.Step()
 	return v, nil
+}
+
+// Stepper finishes the optimisation steps of a training loop like Step,
+// without making the loop wait for a GPU at every step. With the loss on
+// the CPU it is Step. On another backend the checks are queued on the
+// device instead: the loss and every gradient are flagged when not finite
+// (optim.NonFiniteCheck) and the flag is read every CheckEvery steps, by
+// Check, and by the loop before it saves anything; the loss is copied on
+// the device and read only when Loss is called (at logging steps). So a
+// step with a NaN is reported up to CheckEvery steps late, with the
+// weights already spoilt: the loop must stop without saving them, which
+// checking before every save guarantees. Gradient clipping, when on,
+// still reads the gradient norm at every step.
+type Stepper struct {
+	params []optim.Param
+	opt    *optim.AdamW
+	clip   float64
+
+	// CheckEvery is the number of device steps between reads of the
+	// finiteness flag (0: DefaultCheckEvery).
+	CheckEvery int
+
+	check   optim.NonFiniteCheck
+	pending int            // device steps since the flag was last read
+	loss    *tensor.Tensor // device copy of the latest loss
+	host    float64        // the latest loss of a CPU step
+}
+
+// DefaultCheckEvery is Stepper's default interval between flag reads.
+const DefaultCheckEvery = 25
+
+// NewStepper returns a Stepper for params (from OptimParams) updated by
+// opt, clipping the global gradient norm to clip when clip > 0.
+func NewStepper(params []optim.Param, opt *optim.AdamW, clip float64) *Stepper {
+	return &Stepper{params: params, opt: opt, clip: clip}
+}
+
+// Step zeroes the gradients, back-propagates loss (a one-element Var
+// recorded on tp), releases the tape, clips and applies the optimiser. On
+// the CPU it checks the loss and the gradients at once, as Step does; on
+// another backend it queues the checks and returns the error of a flag
+// read when one is due. The tape is released on every path.
+func (s *Stepper) Step(tp *autograd.Tape, loss *autograd.Var) error {
+	if loss.Value.Backend() == tensor.CPU {
+		v, err := Step(tp, loss, s.params, s.opt, s.clip)
+		s.host, s.loss = v, nil
+		return err
+	}
+	if loss.Size() != 1 {
+		tp.Release()
+		return fmt.Errorf("trainer: loss has shape %v, want one element", loss.Shape())
+	}
+	lv := loss.Value.Reshape(1)
+	if s.loss == nil || s.loss.Backend() != lv.Backend() || s.loss.DType() != lv.DType() {
+		s.loss = tensor.NewOn(lv.Backend(), lv.DType(), 1)
+	}
+	tensor.Copy(s.loss, lv)
+	s.check.Add(s.loss)
+	ZeroGrad(s.params)
+	tp.Backward(loss)
+	tp.Release()
+	s.check.AddGrads(s.params)
+	if s.clip > 0 {
+		optim.ClipGradNorm(s.params, s.clip)
+	}
+	s.opt.Step()
+	s.pending++
+	every := s.CheckEvery
+	if every <= 0 {
+		every = DefaultCheckEvery
+	}
+	if s.pending >= every {
+		return s.Check()
+	}
+	return nil
+}
+
+// Check reads the device-side finiteness flag (waiting for the device) and
+// returns an error if a loss or gradient of a step since the last read was
+// NaN or infinite; the model's weights are then not usable. Call it before
+// saving weights. It returns nil at once when nothing is pending.
+func (s *Stepper) Check() error {
+	if s.pending == 0 {
+		return nil
+	}
+	n := s.pending
+	s.pending = 0
+	if !s.check.Read() {
+		return nil
+	}
+	what := fmt.Sprintf("loss %v", s.loss.Item())
+	if err := optim.CheckFinite(s.params); err != nil {
+		what = err.Error()
+	}
+	return fmt.Errorf("a non-finite loss or gradient in the last %d steps (latest step: %s)", n, what)
+}
+
+// Loss returns the loss of the latest step (waiting for the device on a
+// GPU), or 0 before the first step.
+func (s *Stepper) Loss() float64 {
+	if s.loss == nil {
+		return s.host
+	}
+	return s.loss.Item()
 }
