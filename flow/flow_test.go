@@ -268,6 +268,13 @@ func TestSampleOptions(t *testing.T) {
 	if jump := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithFinalJump(0.5)); slices.Equal(jump, euler) {
 		t.Error("a final jump at 0.5 gave the same graphs as none")
 	}
+	if st := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithStochasticity(0.5)); slices.Equal(st, euler) {
+		t.Error("stochastic steps gave the same graphs as the ODE")
+	}
+	st1 := sample(t, m, 5, flow.WithSeed(9), flow.WithStochasticity(0.3))
+	if st2 := sample(t, m, 5, flow.WithSeed(9), flow.WithStochasticity(0.3)); !slices.Equal(st1, st2) {
+		t.Error("stochastic steps are not determined by the seed")
+	}
 	// SampleLatents gives the latents Sample decodes.
 	lat, err := flow.SampleLatents(ctx, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithSteps(8))
 	if err != nil {
@@ -337,6 +344,8 @@ func TestSampleOptions(t *testing.T) {
 		{"bad edge rule", 2, []flow.SampleOption{flow.WithEdgeRule(vae.EdgeRule(7))}, "edge rule"},
 		{"zero temperature", 2, []flow.SampleOption{flow.WithTemperature(0)}, "temperature"},
 		{"NaN temperature", 2, []flow.SampleOption{flow.WithTemperature(math.NaN())}, "temperature"},
+		{"negative stochasticity", 2, []flow.SampleOption{flow.WithStochasticity(-0.1)}, "stochasticity"},
+		{"stochastic Heun", 2, []flow.SampleOption{flow.WithStochasticity(0.5), flow.WithMethod(flow.Heun)}, "Euler"},
 		{"jump at 1", 2, []flow.SampleOption{flow.WithFinalJump(1)}, "final jump"},
 		{"jump before start", 2, []flow.SampleOption{flow.WithFinalJump(0.005)}, "final jump"},
 		{"jump with one step", 2, []flow.SampleOption{flow.WithFinalJump(0.9), flow.WithSteps(1)}, "2 steps"},

@@ -32,6 +32,7 @@ type sampleOptions struct {
 	randomGrid bool
 	temp       float64
 	jumpAt     float64
+	eta        float64
 	edgeRule   vae.EdgeRule
 	progress   func(done, total int)
 }
@@ -73,6 +74,15 @@ func WithTemperature(tau float64) SampleOption { return func(o *sampleOptions) {
 // which training visits rarely; its one-step estimate there is better than
 // many small biased steps (docs/results.md).
 func WithFinalJump(t float64) SampleOption { return func(o *sampleOptions) { o.jumpAt = t } }
+
+// WithStochasticity makes each Euler step stochastic (0 <= eta <= 1,
+// default 0, the deterministic ODE): the step from t to t' goes to
+// t'·x̂1 + (1-t')·(sqrt(1-eta²)·x̂0 + eta·ε) with fresh noise ε, where x̂0 and
+// x̂1 are the denoiser's noise and data estimates at t. With eta = 0 this
+// is the Euler step. Fresh noise replaces part of the estimated noise, so
+// errors of earlier steps are partly forgotten instead of carried to the end,
+// as in stochastic diffusion samplers. Euler only.
+func WithStochasticity(eta float64) SampleOption { return func(o *sampleOptions) { o.eta = eta } }
 
 // WithEdgeRule sets how the LG-VAE decoder decides undirected edges
 // (default vae.EitherDirection, the reference rule).
@@ -147,6 +157,10 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		return fmt.Errorf("flow: final jump time must be in (0.01, 1), got %g", o.jumpAt)
 	case o.jumpAt != 0 && o.steps < 2:
 		return fmt.Errorf("flow: a final jump needs at least 2 steps, got %d", o.steps)
+	case !(o.eta >= 0 && o.eta <= 1):
+		return fmt.Errorf("flow: stochasticity must be in [0, 1], got %g", o.eta)
+	case o.eta > 0 && o.method != Euler:
+		return fmt.Errorf("flow: stochastic steps need the Euler method, not %q", o.method)
 	case o.method != Euler && o.method != Heun:
 		return fmt.Errorf("flow: unknown method %q", o.method)
 	case !o.edgeRule.Valid():
@@ -295,7 +309,18 @@ func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *t
 			tensor.Add(v, v, v2)
 			tensor.MulScalar(v, v, 0.5)
 		}
-		tensor.AddScaled(x, x, v, h)
+		if o.eta > 0 && tb < 1 {
+			// x̂1 = x + (1-ta)·v and x̂0 = x - ta·v for either target.
+			x1 := tensor.AddScaled(nil, x, v, 1-ta)
+			x0 := tensor.AddScaled(nil, x, v, -ta)
+			eps := tensor.RandN(r, dt, B, N, d).On(be)
+			tensor.MulScalar(x0, x0, math.Sqrt(1-o.eta*o.eta))
+			tensor.AddScaled(x0, x0, eps, o.eta)
+			tensor.MulScalar(x, x1, tb)
+			tensor.AddScaled(x, x, x0, 1-tb)
+		} else {
+			tensor.AddScaled(x, x, v, h)
+		}
 		tensor.Mul(x, x, mask3)
 		xsc = pred
 		if m.Cfg.DiT.SelfCond == false {
