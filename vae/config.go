@@ -47,7 +47,17 @@ type Config struct {
 	// directed message passing and the magnetic decoder.
 	Directed bool `json:"directed"`
 	// Q is the magnetic potential for Directed models (one q per model).
+	// Ignored when QPerGraph is set.
 	Q float64 `json:"q"`
+	// QPerGraph takes the magnetic potential from each graph, as the
+	// reference code does, instead of the fixed Q: the encoder's magnetic
+	// Laplacian uses q = 0.1 / max(1, min(m, n)) (spectral.QEff, m the
+	// number of one-way edges), and the decoder's imaginary-score factor
+	// uses QForNodes(n) = 0.1 / max(1, n), the same value whenever m >= n
+	// (every Price graph, most TPU Tile graphs). The decoder cannot use m:
+	// a graph being generated has no edges yet. Checkpoints written before
+	// this option existed have a fixed Q and load unchanged.
+	QPerGraph bool `json:"q_per_graph,omitempty"`
 	// Norm is the normalisation used in rho.
 	Norm Norm `json:"norm"`
 	// KLWeight multiplies the KL term of the loss (1e-6).
@@ -135,8 +145,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("vae: a Refine network needs a positive RefineWidth divisible by RefineHeads (got %d, %d)", c.RefineWidth, c.RefineHeads)
 	case c.SymmetricLogits && c.Directed:
 		return errors.New("vae: SymmetricLogits is for undirected graphs")
-	case c.Directed && (c.Q <= 0 || c.Q >= 0.5):
-		return fmt.Errorf("vae: a directed model needs 0 < Q < 0.5, got %g", c.Q)
+	case c.Directed && !c.QPerGraph && (c.Q <= 0 || c.Q >= 0.5 || math.IsNaN(c.Q)):
+		return fmt.Errorf("vae: a directed model needs 0 < Q < 0.5 (or QPerGraph), got %g", c.Q)
+	case c.QPerGraph && !c.Directed:
+		return errors.New("vae: QPerGraph is for directed models")
 	}
 	switch c.Norm {
 	case LayerNorm, BatchNorm, NoNorm:
@@ -193,11 +205,11 @@ var presets = map[string]Preset{
 		Train: paperTrain(2e-4, 5e-5, 40000, 100, 64),
 	},
 	"price/paper": {
-		Model: Config{K: 32, Latent: 24, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 16, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Model: Config{K: 32, Latent: 24, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 16, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
 		Train: paperTrain(3e-4, 1.5e-4, 50000, 100, 256),
 	},
 	"tpu/paper": {
-		Model: Config{K: 64, Latent: 24, PhiWidth: 256, Layers: 12, Width: 256, DeepSet: 24, Eta: 0.05, NodeClasses: 47, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Model: Config{K: 64, Latent: 24, PhiWidth: 256, Layers: 12, Width: 256, DeepSet: 24, Eta: 0.05, NodeClasses: 47, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
 		Train: paperTrain(2e-4, 1e-5, 40000, 100, 256),
 	},
 	// CPU presets: small enough to train on two cores.
@@ -209,18 +221,22 @@ var presets = map[string]Preset{
 		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
-	// Ego and TPU graphs reach ~400 nodes and the decoder is quadratic in
-	// N, so their cpu presets use small batches.
+	// Ego graphs reach ~400 nodes (TPU Tile ~150) and the decoder is
+	// quadratic in N, so their cpu presets use small batches; they keep the
+	// paper's k = 64.
 	"ego/cpu": {
-		Model: Config{K: 32, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Model: Config{K: 64, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 8, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
 	"tpu/cpu": {
-		Model: Config{K: 32, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.05, NodeClasses: 47, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Model: Config{K: 64, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.05, NodeClasses: 47, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 16, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
+	// price/cpu keeps k = 16, the shipped model's (pretrained/price); for
+	// Price graphs (n = 64, m > n) the per-graph q is 0.1/64, the fixed q
+	// that model was trained with.
 	"price/cpu": {
-		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Directed: true, Q: 0.1 / 64, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
 }

@@ -3,6 +3,7 @@ package vae
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"lgflow/graph"
 	"lgflow/spectral"
@@ -15,12 +16,35 @@ import (
 // graph by spectral.Preprocess and cached.
 type Features = spectral.Features
 
-// eigenOptions returns the spectral options for a model configuration.
+// eigenOptions returns the spectral options for a model configuration:
+// for QPerGraph models the magnetic Laplacian takes each graph's own q
+// (spectral.QEff), otherwise the fixed Config.Q.
 func eigenOptions(c Config) spectral.Options {
 	if c.Directed {
-		return spectral.Options{Laplacian: spectral.Magnetic, Q: c.Q, FixedQ: true}
+		return spectral.Options{Laplacian: spectral.Magnetic, Q: c.Q, FixedQ: !c.QPerGraph}
 	}
 	return spectral.Options{Laplacian: spectral.Combinatorial}
+}
+
+// QForNodes is the magnetic potential that a QPerGraph model's decoder
+// uses for a graph of n nodes: 0.1 / max(1, n), which is spectral.QEff's
+// 0.1 / max(1, min(m, n)) for every graph with at least n one-way edges.
+func QForNodes(n int) float64 { return 0.1 / float64(max(1, n)) }
+
+// DecoderQ returns the magnetic potential the decoder of a directed model
+// with configuration c uses for a graph of n nodes: Q, or QForNodes(n)
+// when QPerGraph is set.
+func (c Config) DecoderQ(n int) float64 {
+	if c.QPerGraph {
+		return QForNodes(n)
+	}
+	return c.Q
+}
+
+// magneticFactor is the decoder's weight (2 - cos 2πq) / sin 2πq of the
+// imaginary bilinear scores.
+func magneticFactor(q float64) float64 {
+	return (2 - math.Cos(2*math.Pi*q)) / math.Sin(2*math.Pi*q)
 }
 
 // checkGraph reports a graph the model cannot encode.

@@ -416,9 +416,18 @@ func (m *Model) DecodeDense(tp *autograd.Tape, z *autograd.Var, sizes []int) *De
 		qk := tp.Split(p, 2, C*d, C*d, C*d, C*d)
 		sre := tp.MatMul(heads(qk[0]), heads(qk[1]), false, true)
 		sim := tp.MatMul(heads(qk[2]), heads(qk[3]), false, true)
-		q := m.Cfg.Q
-		factor := (2 - math.Cos(2*math.Pi*q)) / math.Sin(2*math.Pi*q)
-		s = tp.MulScalar(tp.Add(sre, tp.MulScalar(sim, factor)), scale)
+		if m.Cfg.QPerGraph { // one factor per graph, broadcast over its heads
+			f := tensor.New(dt, B, C, 1, 1)
+			for b, n := range sizes {
+				for c := range C {
+					f.Set(magneticFactor(m.Cfg.DecoderQ(n)), b, c, 0, 0)
+				}
+			}
+			sim = tp.Mul(sim, autograd.NewConst(f.Reshape(B*C, 1, 1).On(m.backend())))
+		} else {
+			sim = tp.MulScalar(sim, magneticFactor(m.Cfg.Q))
+		}
+		s = tp.MulScalar(tp.Add(sre, sim), scale)
 	}
 	s = tp.Reshape(s, B, C, N, N)
 
