@@ -311,14 +311,29 @@ func (b *Backend) Device() DeviceInfo {
 }
 
 // SetTF32 enables (or disables) TensorFloat-32 tensor-core math for float32
-// matrix products: about 10 bits of mantissa in the products, several times
-// the throughput. It is off by default (or on with LGFLOW_CUDA_TF32=1).
+// matrix products (cublasSetMathMode with CUBLAS_TF32_TENSOR_OP_MATH): about
+// 10 bits of mantissa in the products, several times the throughput (8x
+// on an H100). It is off by default (or on with LGFLOW_CUDA_TF32=1), so
+// that library results match the CPU's; lgflow's training commands turn
+// it on where SupportsTF32 (their -tf32 flag).
 func (b *Backend) SetTF32(on bool) {
 	b.enter()
 	defer b.exit()
 	b.tf32 = on
 	must(b.applyMathMode())
 }
+
+// TF32 reports whether float32 matrix products use TensorFloat-32.
+func (b *Backend) TF32() bool {
+	b.enter()
+	defer b.exit()
+	return b.tf32
+}
+
+// SupportsTF32 reports whether the GPU has TensorFloat-32 tensor cores
+// (compute capability 8.0, Ampere, or newer). On older GPUs SetTF32(true)
+// is accepted by cuBLAS but changes nothing.
+func (b *Backend) SupportsTF32() bool { return b.dev.major >= 8 }
 
 // SetDeterministic chooses how ScatterAdd and SegmentSum sum rows that share
 // a destination. With on (the default) the host sorts the indices and every

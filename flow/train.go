@@ -195,7 +195,7 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 	tensor.Add(xt, xt, x0)
 	// The batch is built on the CPU and brought to the network's backend.
 	be := net.Backend()
-	xtV, devMask := autograd.NewConst(xt.On(be)), mask.On(be)
+	xtV, devMask := autograd.NewConst(tp.Own(xt.On(be))), tp.Own(mask.On(be))
 	var xsc *autograd.Var
 	if cfg.DiT.SelfCond && r.Uniform() < cfg.SelfCondProb {
 		ng := autograd.NoGrad()
@@ -228,12 +228,15 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 	if cfg.Target == PredictVelocity {
 		target = tensor.Sub(nil, x1, x0)
 	}
-	return tp.SquaredError(pred, autograd.NewConst(target.On(be)), w.On(be))
+	return tp.SquaredError(pred, autograd.NewConst(tp.Own(target.On(be))), tp.Own(w.On(be)))
 }
 
 // Train trains an LG-Flow model in the latent space of the frozen ae on the
-// training set train (with its latents precomputed by EncodeLatents).
-func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions) (*Model, error) {
+// training set train (with its latents precomputed by EncodeLatents). A
+// failure of the backend's device (out of memory, tensor.ErrDevice) is
+// returned as an error.
+func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions) (_ *Model, err error) {
+	defer tensor.CatchDeviceError(&err)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -251,6 +254,9 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		if err := nn.ToBackend(net, be); err != nil {
 			return nil, fmt.Errorf("flow: %w", err)
 		}
+	}
+	if err := trainer.Flatten(net); err != nil {
+		return nil, fmt.Errorf("flow: %w", err)
 	}
 	params := trainer.OptimParams(net)
 	opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: cfg.LR, Beta1: cfg.Beta1, Beta2: cfg.Beta2, Eps: 1e-8, WeightDecay: cfg.WeightDecay})
@@ -306,11 +312,14 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		s.Net = net
 		return &s, nil
 	}
+	// The stepper checks for non-finite values on a GPU every few steps,
+	// and before anything is saved.
+	stepper := trainer.NewStepper(params, opt, 0)
 	// saveWith writes the training state and, as LastFile, the EMA model
 	// s (built here when nil).
 	saveWith := func(s *Model) error {
-		if statePath == "" {
-			return nil
+		if err := stepper.Check(); err != nil || statePath == "" {
+			return err
 		}
 		meta["best_score"] = fmt.Sprint(best)
 		if err := trainer.SaveState(statePath, net, opt, step, meta, ema.Weights()); err != nil {
@@ -341,8 +350,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		r := tensor.NewRNG(cfg.Seed ^ (uint64(step)+1)*0x9e3779b97f4a7c15)
 		x1, mask := lat.batchLatents(batchIdx(cfg.Seed, n, cfg.BatchSize, step), m.Scale, cfg.SampleLatents, r)
 		tp := autograd.NewTape()
-		lv, err := trainer.Step(tp, Loss(tp, net, cfg, x1, mask, r), params, opt, 0)
-		if err != nil {
+		if err := stepper.Step(tp, Loss(tp, net, cfg, x1, mask, r)); err != nil {
 			return m, fmt.Errorf("flow: step %d: %w", step, err)
 		}
 		step++
@@ -350,6 +358,9 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 
 		validated := false
 		if opts.Score != nil && cfg.ValEvery > 0 && (step%cfg.ValEvery == 0 || step == cfg.Steps) {
+			if err := stepper.Check(); err != nil {
+				return m, fmt.Errorf("flow: step %d: %w", step, err)
+			}
 			s, err := sampler()
 			if err != nil {
 				return m, err
@@ -375,9 +386,12 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			}
 		}
 		if opts.Progress != nil && (step%logEvery == 0 || validated || step == cfg.Steps) {
-			opts.Progress(Progress{Step: step, Steps: cfg.Steps, Loss: lv, Score: score, BestScore: best,
+			opts.Progress(Progress{Step: step, Steps: cfg.Steps, Loss: stepper.Loss(), Score: score, BestScore: best,
 				Elapsed: clock.Elapsed(), ETA: clock.ETA(step, cfg.Steps), StepsPerSecond: clock.Rate(step)})
 		}
+	}
+	if err := stepper.Check(); err != nil {
+		return m, fmt.Errorf("flow: step %d: %w", step, err)
 	}
 	s, err := sampler()
 	if err != nil {

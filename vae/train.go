@@ -101,8 +101,10 @@ func batchOrder(seed uint64, n, batch, step int) []int {
 // and keeping the best model by validation sample accuracy. It honours ctx
 // cancellation by writing a resumable checkpoint and returning ctx.Err()
 // with the model trained so far. A non-finite loss or gradient stops
-// training with an error naming the parameter.
-func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset, opts TrainOptions) (*Model, error) {
+// training with an error naming the parameter, and a failure of the
+// backend's device (out of memory, tensor.ErrDevice) with that error.
+func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset, opts TrainOptions) (_ *Model, err error) {
+	defer tensor.CatchDeviceError(&err)
 	if len(train.Graphs) == 0 {
 		return nil, errors.New("vae: empty training set")
 	}
@@ -141,6 +143,9 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		}
 		c.Train(false)
 		return c, nil
+	}
+	if err := trainer.Flatten(m); err != nil {
+		return nil, fmt.Errorf("vae: %w", err)
 	}
 	params := trainer.OptimParams(m)
 	if opts.FreezeEncoder {
@@ -189,9 +194,12 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			}
 		}
 	}
+	// The stepper checks for non-finite values on a GPU every few steps,
+	// and before anything is saved.
+	stepper := trainer.NewStepper(params, opt, tc.ClipNorm)
 	save := func() error {
-		if statePath == "" {
-			return nil
+		if err := stepper.Check(); err != nil || statePath == "" {
+			return err
 		}
 		meta["best_val_sample"] = fmt.Sprint(best)
 		meta["best_val_edge"] = fmt.Sprint(bestEdge)
@@ -229,14 +237,16 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		b := graph.NewBatch(sub.Graphs)
 		tp := autograd.NewTape()
 		loss, _ := m.Objective(tp, b, sub.Features, r)
-		total, err := trainer.Step(tp, loss.Total, params, opt, tc.ClipNorm)
-		if err != nil {
+		if err := stepper.Step(tp, loss.Total); err != nil {
 			return m, fmt.Errorf("vae: step %d (edge %v, node %v, kl %v): %w", step, loss.Edge, loss.Node, loss.KL, err)
 		}
 		step++
 
 		validated := false
 		if val != nil && len(val.Graphs) > 0 && tc.ValEvery > 0 && (step%tc.ValEvery == 0 || step == tc.Steps) {
+			if err := stepper.Check(); err != nil {
+				return m, fmt.Errorf("vae: step %d: %w", step, err)
+			}
 			m.Train(false)
 			hm, err := host()
 			if err != nil {
@@ -271,12 +281,15 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		}
 		if opts.Progress != nil && (step%logEvery == 0 || validated || step == tc.Steps) {
 			el := clock.Elapsed()
-			opts.Progress(Progress{Step: step, Steps: tc.Steps, Loss: total, Edge: loss.Edge, Node: loss.Node, KL: loss.KL, LR: lr,
+			opts.Progress(Progress{Step: step, Steps: tc.Steps, Loss: stepper.Loss(), Edge: loss.Edge, Node: loss.Node, KL: loss.KL, LR: lr,
 				Val: lastVal, BestSample: best, Elapsed: el, ETA: clock.ETA(step, tc.Steps),
 				StepsPerSecond: clock.Rate(step)})
 		}
 	}
 	m.Train(false)
+	if err := stepper.Check(); err != nil {
+		return m, fmt.Errorf("vae: step %d: %w", step, err)
+	}
 	if modelPath != "" && (val == nil || len(val.Graphs) == 0 || tc.ValEvery <= 0) {
 		hm, err := host()
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"lgflow/graph/mol"
 	"lgflow/internal/progress"
 	"lgflow/metrics"
+	"lgflow/tensor"
 	"lgflow/vae"
 )
 
@@ -73,13 +74,14 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	maxTime := fs.Duration("max-time", 0, "stop after this long (resumable), e.g. 60m")
 	logEvery := fs.Int("log-every", 50, "steps between progress lines")
 	device := fs.String("device", "cpu", "where the training steps run: cpu or cuda (an NVIDIA GPU through the driver, cuBLAS and NVRTC)")
+	tf32 := fs.Bool("tf32", true, "with -device cuda on compute capability 8.0 or newer: float32 matrix products in TensorFloat-32 (-tf32=false: exact float32)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *vaePath == "" || *name == "" || *out == "" {
 		return usagef("need -vae, -dataset and -out")
 	}
-	backend, err := cuda.Select(*device)
+	backend, gpuStats, err := selectTraining(*device, *tf32)
 	if err != nil {
 		return err
 	}
@@ -130,12 +132,32 @@ func runTrainFlow(ctx context.Context, args []string) error {
 			if !math.IsNaN(p.Score) {
 				line += fmt.Sprintf("  val valid %.3f (best %.3f)", p.Score, p.BestScore)
 			}
-			fmt.Fprintln(stdout, line)
+			fmt.Fprintln(stdout, line+gpuStats())
 		}})
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "interrupted; resume with -resume (state in %s)\n", filepath.Join(*out, flow.StateFile))
 	}
 	return err
+}
+
+// selectTraining returns the backend of a training command's -device flag.
+// On a GPU it sets TensorFloat-32 as -tf32 asks where the GPU has it,
+// reports the device on stderr, and returns a function giving the
+// allocator's figures for progress lines (empty on the CPU).
+func selectTraining(device string, tf32 bool) (tensor.Backend, func() string, error) {
+	be, err := cuda.Select(device)
+	if err != nil {
+		return nil, nil, err
+	}
+	gpu, ok := be.(*cuda.Backend)
+	if !ok {
+		return be, func() string { return "" }, nil
+	}
+	gpu.SetTF32(tf32 && gpu.SupportsTF32())
+	d := gpu.Device()
+	fmt.Fprintf(stderr, "cuda: %s (sm_%d%d, %.1f GiB), kernels for %s, TF32 %v\n", d.Name, d.ComputeCapability[0], d.ComputeCapability[1],
+		float64(d.TotalMemory)/(1<<30), d.Arch, gpu.TF32())
+	return be, func() string { return "  gpu " + gpu.MemStats().String() }, nil
 }
 
 func runSample(ctx context.Context, args []string) error {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"lgflow/cuda"
 	"lgflow/graph/datasets"
 	"lgflow/internal/progress"
 	"lgflow/vae"
@@ -144,6 +143,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	freeze := fs.Bool("freeze-encoder", false, "train the decoder only (with -init or -resume): the latent space, and flows trained in it, stay valid")
 	valNoise := fs.Float64("val-noise", 0, "validate with this much latent noise (x latent std), keeping the most tolerant decoder")
 	device := fs.String("device", "cpu", "where the training steps run: cpu or cuda (an NVIDIA GPU; LayerNorm presets)")
+	tf32 := fs.Bool("tf32", true, "with -device cuda on compute capability 8.0 or newer: float32 matrix products in TensorFloat-32 (-tf32=false: exact float32)")
 	mf := newModelFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -151,7 +151,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	if *name == "" || *out == "" {
 		return usagef("need -dataset and -out")
 	}
-	backend, err := cuda.Select(*device)
+	backend, gpuStats, err := selectTraining(*device, *tf32)
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 			if pr.Val != nil {
 				line += fmt.Sprintf("  val edge %.4f sample %.4f decoded %.4f (best %.4f)", pr.Val.Edge(), pr.Val.Sample(), pr.Val.Decoded(), pr.BestSample)
 			}
-			fmt.Fprintln(stdout, line)
+			fmt.Fprintln(stdout, line+gpuStats())
 		}})
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "interrupted; resume with -resume (state in %s)\n", filepath.Join(*out, vae.StateFile))
