@@ -32,7 +32,16 @@ type EdgeListOptions struct {
 	// DropSelfLoops silently skips lines "u u"; otherwise they are an
 	// error (Graph has no self-loops).
 	DropSelfLoops bool
+	// MaxNodes caps the number of nodes (the header's n, or the largest
+	// node id + 1): a larger graph is an error naming the line, not an
+	// allocation of that size. 0 means DefaultMaxNodes.
+	MaxNodes int
 }
+
+// DefaultMaxNodes is the node limit of ReadEdgeList when
+// EdgeListOptions.MaxNodes is 0: 2^24 nodes, whose adjacency lists alone
+// take 400 MB.
+const DefaultMaxNodes = 1 << 24
 
 type edgeLine struct {
 	line, u, v, label int
@@ -46,6 +55,10 @@ type edgeLine struct {
 // without one it has max id + 1 nodes. Repeated edges keep the last
 // label. Errors name the line and field.
 func ReadEdgeList(r io.Reader, opt EdgeListOptions) (*Graph, error) {
+	maxNodes := opt.MaxNodes
+	if maxNodes <= 0 {
+		maxNodes = DefaultMaxNodes
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), 1<<24)
 	var lines []edgeLine
@@ -79,15 +92,17 @@ func ReadEdgeList(r io.Reader, opt EdgeListOptions) (*Graph, error) {
 				e.label, e.labelled = x, true
 			}
 		}
-		if e.u < 0 || e.v < 0 {
-			return nil, fmt.Errorf("edge list line %d: negative node id", lineNo)
+		for k, x := range [2]int{e.u, e.v} {
+			if x < 0 {
+				return nil, fmt.Errorf("edge list line %d: %s %d is negative", lineNo, names[k], x)
+			}
 		}
 		lines = append(lines, e)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("edge list line %d: %w", lineNo+1, err)
 	}
-	n := -1
+	n, headerLine := -1, 0
 	if len(lines) > 0 && !lines[0].labelled && opt.Header != HeaderAbsent {
 		h := lines[0]
 		isHeader := opt.Header == HeaderPresent
@@ -104,24 +119,28 @@ func ReadEdgeList(r io.Reader, opt EdgeListOptions) (*Graph, error) {
 			if h.v != len(lines)-1 {
 				return nil, fmt.Errorf("edge list line %d: header says %d edges, found %d edge lines", h.line, h.v, len(lines)-1)
 			}
-			n = h.u
+			n, headerLine = h.u, h.line
 			lines = lines[1:]
 		}
 	} else if opt.Header == HeaderPresent {
-		return nil, fmt.Errorf("edge list: missing header line \"n m\"")
+		if len(lines) == 0 {
+			return nil, fmt.Errorf("edge list: missing header line \"n m\" (no data lines)")
+		}
+		return nil, fmt.Errorf("edge list line %d: want the header \"n m\", got 3 fields", lines[0].line)
+	}
+	if n > maxNodes {
+		return nil, fmt.Errorf("edge list line %d: header says %d nodes, more than the limit %d", headerLine, n, maxNodes)
 	}
 	if n < 0 {
 		n = 0
 		for _, e := range lines {
+			if m := max(e.u, e.v); m >= maxNodes {
+				return nil, fmt.Errorf("edge list line %d: node %d is beyond the limit of %d nodes", e.line, m, maxNodes)
+			}
 			n = max(n, e.u+1, e.v+1)
 		}
 	}
-	var g *Graph
-	if opt.Directed {
-		g = NewDirected(n)
-	} else {
-		g = New(n)
-	}
+	edges := make([]Edge, 0, len(lines))
 	for _, e := range lines {
 		if e.u >= n || e.v >= n {
 			return nil, fmt.Errorf("edge list line %d: node %d out of range [0, %d) set by the header", e.line, max(e.u, e.v), n)
@@ -132,9 +151,11 @@ func ReadEdgeList(r io.Reader, opt EdgeListOptions) (*Graph, error) {
 			}
 			return nil, fmt.Errorf("edge list line %d: self-loop at node %d", e.line, e.u)
 		}
-		if err := g.AddLabeledEdge(e.u, e.v, e.label); err != nil {
-			return nil, fmt.Errorf("edge list line %d: %w", e.line, err)
-		}
+		edges = append(edges, Edge{From: e.u, To: e.v, Label: e.label})
+	}
+	g, err := FromEdges(n, opt.Directed, edges)
+	if err != nil { // unreachable: every edge was checked above
+		return nil, fmt.Errorf("edge list: %w", err)
 	}
 	return g, nil
 }

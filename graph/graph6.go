@@ -90,6 +90,7 @@ func trimLine(s string) string {
 	s = strings.TrimRight(s, "\r\n")
 	s = strings.TrimPrefix(s, graph6Header)
 	s = strings.TrimPrefix(s, digraph6Header)
+	s = strings.TrimPrefix(s, sparse6Header)
 	return s
 }
 
@@ -120,7 +121,7 @@ func ParseGraph6(line string) (*Graph, error) {
 		return nil, errors.New("graph6: string starts with '&': this is digraph6 (use ParseDigraph6)")
 	}
 	if len(s) > 0 && (s[0] == ':' || s[0] == ';') {
-		return nil, errors.New("graph6: sparse6 / incremental sparse6 strings are not supported")
+		return nil, errors.New("graph6: string starts with ':' or ';': this is sparse6 (use ParseSparse6 or ParseLine)")
 	}
 	if err := checkChars(s, 0); err != nil {
 		return nil, fmt.Errorf("graph6: %w", err)
@@ -295,20 +296,26 @@ func AppendDigraph6(b []byte, g *Graph) []byte {
 	return b
 }
 
-// ParseLine decodes one graph6 or digraph6 line, choosing the format by
-// its first byte ('&' = digraph6).
+// ParseLine decodes one graph6, digraph6 or sparse6 line, choosing the
+// format by its first byte ('&' = digraph6, ':' or ';' = sparse6).
 func ParseLine(line string) (*Graph, error) {
 	s := trimLine(line)
-	if len(s) > 0 && s[0] == '&' {
-		return ParseDigraph6(s)
+	if len(s) > 0 {
+		switch s[0] {
+		case '&':
+			return ParseDigraph6(s)
+		case ':', ';':
+			return ParseSparse6(s)
+		}
 	}
 	return ParseGraph6(s)
 }
 
-// ScanGraphs reads graph6 / digraph6 lines from r (auto-detected per line;
-// blank lines are skipped and a ">>graph6<<" or ">>digraph6<<" header
-// prefix is ignored) and calls fn with each graph and its 1-based line
-// number. It stops at the first error, which names the line.
+// ScanGraphs reads graph6 / digraph6 / sparse6 lines from r (auto-detected
+// per line; blank lines are skipped and a ">>graph6<<", ">>digraph6<<" or
+// ">>sparse6<<" header prefix is ignored) and calls fn with each graph and
+// its 1-based line number. It stops at the first error, which names the
+// line.
 func ScanGraphs(r io.Reader, fn func(line int, g *Graph) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	for lineNo := 1; ; lineNo++ {
@@ -331,7 +338,8 @@ func ScanGraphs(r io.Reader, fn func(line int, g *Graph) error) error {
 	}
 }
 
-// ReadGraphs reads all graph6 / digraph6 lines from r (see ScanGraphs).
+// ReadGraphs reads all graph6 / digraph6 / sparse6 lines from r (see
+// ScanGraphs).
 func ReadGraphs(r io.Reader) ([]*Graph, error) {
 	var gs []*Graph
 	err := ScanGraphs(r, func(_ int, g *Graph) error {
@@ -361,8 +369,9 @@ func WriteGraphs(w io.Writer, gs []*Graph) error {
 	return bw.Flush()
 }
 
-// ReadFile reads a file of graph6 / digraph6 lines (gzip-compressed if the
-// name ends in ".gz"). Errors name the file and line.
+// ReadFile reads a file of graph6 / digraph6 / sparse6 lines
+// (gzip-compressed if the name ends in ".gz"). Errors name the file and
+// line.
 func ReadFile(path string) ([]*Graph, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -303,7 +303,7 @@ func TestTPU(t *testing.T) {
 		{`{"num_nodes":2,"node_type":[1,2],"src":[0],"dst":[]}`, "line 1: src has 1 entries, dst has 0"},
 		{`{"num_nodes":2,"node_type":[1,2],"src":[1],"dst":[1]}`, "line 1: edge 0: self-loop at node 1"},
 		{"\n" + `{"node_type":[]}`, `line 2: missing "num_nodes"`},
-		{`{"num_nodes":2,`, "line 1: unexpected end of JSON input"},
+		{`{"num_nodes":2,`, "line 1: byte 15: unexpected end of JSON input"},
 	}
 	for _, tc := range bad {
 		_, err := ReadTPUTile(strings.NewReader(tc.in))

@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -105,11 +106,29 @@ func ReadCiteseer(dir string) (*graph.Graph, error) {
 		return nil, fmt.Errorf("datasets: ego: %w", err)
 	}
 	defer f.Close()
-	g, err := graph.ReadEdgeList(f, graph.EdgeListOptions{Header: graph.HeaderPresent, DropSelfLoops: true})
+	g, err := ParseCiteseer(f)
 	if err != nil {
 		return nil, fmt.Errorf("datasets: %s: %w", p, err)
 	}
 	return g, nil
+}
+
+// maxCiteseerNodes bounds the header of a Citeseer edge list (the real
+// graph has 3327 nodes), so that a damaged header is an error rather than
+// a huge allocation.
+const maxCiteseerNodes = 1 << 20
+
+// ParseCiteseer reads an undirected graph in citeseer_edges.txt's format
+// from r: a header line "n m" followed by m lines "u v" with 0-based node
+// ids below n, '#' comments and blank lines ignored. Self-loops are
+// dropped, repeated edges kept once. Errors name the line (see
+// graph.ReadEdgeList); graphs of more than 2^20 nodes are rejected.
+func ParseCiteseer(r io.Reader) (*graph.Graph, error) {
+	return parseCiteseer(r, maxCiteseerNodes)
+}
+
+func parseCiteseer(r io.Reader, maxNodes int) (*graph.Graph, error) {
+	return graph.ReadEdgeList(r, graph.EdgeListOptions{Header: graph.HeaderPresent, DropSelfLoops: true, MaxNodes: maxNodes})
 }
 
 // Ego returns the 757 graphs of the Ego dataset (GraphRNN's Citeseer 3-hop
@@ -125,6 +144,14 @@ func Ego(dir string) ([]*graph.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
+	return EgoFromGraph(g), nil
+}
+
+// EgoFromGraph returns the Ego nets of g as Ego builds them from Citeseer:
+// for every node c of the largest connected component in increasing id
+// order, the subgraph induced by the nodes within distance 3 of c, kept
+// when it has 50 to 400 nodes.
+func EgoFromGraph(g *graph.Graph) []*graph.Graph {
 	comps := graph.Components(g)
 	var lcc []int
 	for _, c := range comps {
@@ -133,7 +160,7 @@ func Ego(dir string) ([]*graph.Graph, error) {
 		}
 	}
 	nets, _ := EgoNets(g, lcc, 3, 50, 400)
-	return nets, nil
+	return nets
 }
 
 // EgoSplit returns the split of n Ego graphs as DeFoG makes it, with our

@@ -59,9 +59,42 @@ func trimSpace(b []byte) []byte {
 }
 
 func parseTPULine(b []byte) (*graph.Graph, error) {
-	var l tpuLine
-	if err := json.Unmarshal(b, &l); err != nil {
+	// Keys are matched exactly, as Python's json does (encoding/json alone
+	// would also take "Src" for "src").
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return nil, fmt.Errorf("byte %d: %w", se.Offset, err)
+		case errors.As(err, &te):
+			return nil, fmt.Errorf("byte %d: the line is %s, not a JSON object", te.Offset, te.Value)
+		}
 		return nil, err
+	}
+	if obj == nil {
+		return nil, errors.New("the line is null, not a JSON object")
+	}
+	var l tpuLine
+	for _, f := range []struct {
+		key, want string
+		dst       any
+	}{
+		{"num_nodes", "an integer", &l.NumNodes},
+		{"node_type", "a list of integers", &l.NodeType},
+		{"src", "a list of integers", &l.Src},
+		{"dst", "a list of integers", &l.Dst},
+	} {
+		if raw, ok := obj[f.key]; ok {
+			if err := json.Unmarshal(raw, f.dst); err != nil {
+				v := string(raw)
+				if len(v) > 40 {
+					v = v[:37] + "..."
+				}
+				return nil, fmt.Errorf("%q is %s, want %s", f.key, v, f.want)
+			}
+		}
 	}
 	if l.NumNodes == nil {
 		return nil, errors.New(`missing "num_nodes"`)
