@@ -1,0 +1,154 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"lgflow/flow"
+	"lgflow/vae"
+)
+
+// Hooks receive the pipeline's progress. Nil fields are skipped; the
+// functions may be called from several goroutines, one call at a time per
+// stage.
+type Hooks struct {
+	// Log receives one-line messages: what is being done, notes, results.
+	Log func(msg string)
+	// Progress receives the progress of a long stage ("planar train",
+	// "eigenpairs (train)", "sampling", "evaluating: statistics", ...):
+	// units done and the total.
+	Progress func(stage string, done, total int)
+	// VAE and Flow receive the training progress of the two models.
+	VAE  func(vae.Progress)
+	Flow func(flow.Progress)
+}
+
+func (h Hooks) log(msg string) {
+	if h.Log != nil {
+		h.Log(msg)
+	}
+}
+
+// bar returns a done/total callback for one stage, or nil without a
+// Progress hook.
+func (h Hooks) bar(stage string) func(done, total int) {
+	if h.Progress == nil {
+		return nil
+	}
+	return func(done, total int) { h.Progress(stage, done, total) }
+}
+
+// TextHooks returns Hooks that print to w: messages as lines, stage
+// progress as one bar per stage (redrawn in place on a terminal, a line
+// per tenth of the work elsewhere), and a training line every logged step.
+func TextHooks(w io.Writer) Hooks {
+	tty := isTerminal(w)
+	var mu sync.Mutex
+	bars := map[string]*textBar{}
+	// ends a training line before anything else prints
+	pending := false
+	endLine := func() {
+		if pending {
+			io.WriteString(w, "\n")
+			pending = false
+		}
+	}
+	return Hooks{
+		Log: func(msg string) {
+			mu.Lock()
+			defer mu.Unlock()
+			endLine()
+			fmt.Fprintln(w, msg)
+		},
+		Progress: func(stage string, done, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			b, ok := bars[stage]
+			if !ok {
+				b = &textBar{label: stage, start: time.Now(), last: -1, tty: tty}
+				bars[stage] = b
+			}
+			if s := b.update(done, total); s != "" {
+				endLine()
+				io.WriteString(w, s)
+			}
+		},
+		VAE: func(p vae.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			line := fmt.Sprintf("LG-VAE step %d/%d loss %.4f best val sample acc %.3f, %.1f steps/s, eta %s",
+				p.Step, p.Steps, p.Loss, max(p.BestSample, 0), p.StepsPerSecond, p.ETA.Round(time.Second))
+			trainLine(w, line, tty, &pending)
+		},
+		Flow: func(p flow.Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			line := fmt.Sprintf("LG-Flow step %d/%d loss %.4f, %.1f steps/s, eta %s", p.Step, p.Steps, p.Loss, p.StepsPerSecond, p.ETA.Round(time.Second))
+			if p.Score == p.Score { // not NaN
+				line += fmt.Sprintf(", val score %.3f (best %.3f)", p.Score, p.BestScore)
+			}
+			trainLine(w, line, tty, &pending)
+		},
+	}
+}
+
+// trainLine prints a training progress line: redrawn in place on a
+// terminal, one line each elsewhere.
+func trainLine(w io.Writer, line string, tty bool, pending *bool) {
+	if tty {
+		io.WriteString(w, "\r"+line+"   ")
+		*pending = true
+		return
+	}
+	io.WriteString(w, line+"\n")
+}
+
+// textBar is one stage's progress bar.
+type textBar struct {
+	label string
+	start time.Time
+	last  int
+	tty   bool
+}
+
+// update returns what to print for done/total, or "": on a terminal at
+// every new percent, elsewhere at every new tenth, and once at the end.
+func (b *textBar) update(done, total int) string {
+	total = max(total, 1)
+	done = min(max(done, 0), total)
+	pct := 100 * done / total
+	step := 1
+	if !b.tty {
+		step = 10
+	}
+	if b.last == 100 || (done < total && b.last >= 0 && pct/step <= b.last/step) {
+		return ""
+	}
+	b.last = pct
+	const width = 30
+	fill := width * done / total
+	s := fmt.Sprintf("%-22s [%s%s] %3d%% (%d/%d)", b.label, strings.Repeat("#", fill), strings.Repeat(".", width-fill), pct, done, total)
+	if done == total {
+		s += fmt.Sprintf(" %.1fs\n", time.Since(b.start).Seconds())
+	} else if !b.tty {
+		s += "\n"
+	}
+	if b.tty {
+		s = "\r" + s
+	}
+	return s
+}
+
+// isTerminal reports whether w is a character device such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

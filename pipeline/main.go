@@ -1,0 +1,99 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"lgflow/cuda"
+)
+
+// Main runs the pipeline as a command line program named name, the
+// implementation of examples/generate and examples/planar: it parses args
+// (the flags below; -dataset only when dataset is ""), runs Run with
+// TextHooks on stderr, prints the paper's table with the run's row and the
+// files written on stdout, and returns the exit status: 0, 1 on failure,
+// 2 for a bad command line.
+//
+//	-dataset D             the dataset (Names), unless fixed by the caller
+//	-out DIR               output directory (default out/<dataset>)
+//	-vae F -flow F         checkpoints (default: the shipped ones)
+//	-train                 train from scratch (with -vae: the flow only)
+//	-preset cpu|paper      model sizes for -train
+//	-vae-time -flow-time   training time budgets; -vae-steps -flow-steps
+//	-max-train N           train on the first N training graphs
+//	-n -batch -seed        samples, sampling batch, seed
+//	-steps -edge-rule -temperature -final-jump
+//	                       sampler settings (default: flow.Sample's)
+//	-data DIR -data-seed S data directory and synthetic-data seed
+//	-device cpu|cuda       where training steps and the denoiser run
+func Main(ctx context.Context, name, dataset string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o Options
+	ds := &dataset
+	if dataset == "" {
+		ds = fs.String("dataset", "", "dataset: "+strings.Join(Names(), ", "))
+	}
+	fs.StringVar(&o.Out, "out", "", "output directory (default out/<dataset>)")
+	fs.StringVar(&o.VAEPath, "vae", "", "LG-VAE checkpoint (default pretrained/<dataset>/vae.safetensors, or the one -train makes; with -train: train only the flow, on this autoencoder)")
+	fs.StringVar(&o.FlowPath, "flow", "", "LG-Flow checkpoint (default pretrained/<dataset>/flow.safetensors, or the one -train makes)")
+	fs.IntVar(&o.N, "n", 0, "graphs to sample (0: the paper's number for the dataset)")
+	fs.IntVar(&o.Steps, "steps", 0, "sampler steps (0: flow.Sample's default)")
+	fs.IntVar(&o.Batch, "batch", 0, "sampling batch size (0: the dataset's default)")
+	fs.Uint64Var(&o.Seed, "seed", 0, "sampling seed")
+	fs.StringVar(&o.EdgeRule, "edge-rule", "", "decoding of undirected edges: or (the reference rule), and (both directions must agree), mean (mean score); default: flow.Sample's")
+	fs.Float64Var(&o.Temperature, "temperature", 0, "scale of the initial noise (0: flow.Sample's default)")
+	fs.Float64Var(&o.FinalJump, "final-jump", 0, "integrate to this time, then take the denoiser's one-step estimate (0: flow.Sample's default)")
+	fs.BoolVar(&o.Train, "train", false, "run the whole pipeline: data, LG-VAE and LG-Flow training (resumable, in -out), then sampling")
+	fs.StringVar(&o.Preset, "preset", "cpu", "with -train: model presets, cpu (two cores) or paper (a GPU)")
+	fs.DurationVar(&o.VAETime, "vae-time", 0, "with -train: stop LG-VAE training after this long (0: run its steps)")
+	fs.DurationVar(&o.FlowTime, "flow-time", 0, "with -train: stop LG-Flow training after this long (0: run its steps)")
+	fs.IntVar(&o.VAESteps, "vae-steps", 0, "with -train: override LG-VAE steps")
+	fs.IntVar(&o.FlowSteps, "flow-steps", 0, "with -train: override LG-Flow steps")
+	fs.IntVar(&o.MaxTrain, "max-train", 0, "with -train: train on the first N training graphs only (0: all)")
+	fs.StringVar(&o.Data.Dir, "data", "", "data directory holding ego/ and tpu_tile/ (default: $LGFLOW_DATA, else ../shared/data beside go.mod)")
+	fs.Uint64Var(&o.Data.Seed, "data-seed", 0, "seed of the synthetic datasets")
+	device := fs.String("device", "cpu", "where training steps and the denoiser run: cpu or cuda (an NVIDIA GPU)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(2, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	o.Dataset = *ds
+	spec, err := Lookup(o.Dataset)
+	if err != nil {
+		return fail(2, err)
+	}
+	if o.Out == "" {
+		o.Out = filepath.Join("out", spec.Name)
+	}
+	if o.Backend, err = cuda.Select(*device); err != nil {
+		return fail(2, err)
+	}
+	o.Hooks = TextHooks(stderr)
+	rep, err := Run(ctx, o)
+	if err != nil {
+		if errors.Is(err, context.Canceled) && o.Train {
+			fmt.Fprintf(stderr, "%s: interrupted; run the same command again to resume training (state in %s)\n", name, o.Out)
+		}
+		return fail(1, err)
+	}
+	if err := rep.WriteTable(stdout, spec); err != nil {
+		return fail(1, err)
+	}
+	fmt.Fprintf(stdout, "\nwrote %s/{%s}\n", o.Out, strings.Join(rep.Files, ","))
+	return 0
+}

@@ -1,0 +1,360 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"lgflow/cuda"
+	"lgflow/flow"
+	"lgflow/graph"
+	"lgflow/graph/datasets"
+	"lgflow/metrics"
+	"lgflow/tensor"
+	"lgflow/vae"
+)
+
+// Options configures Run. The zero value (with Dataset set) samples the
+// paper's number of graphs from the shipped models with flow.Sample's
+// default settings and evaluates them on the CPU.
+type Options struct {
+	// Dataset names the dataset (Names lists them).
+	Dataset string
+	// Out is the output directory (default out/<dataset>).
+	Out string
+
+	// VAEPath and FlowPath name the checkpoints to use. Empty: the shipped
+	// ones in PretrainedDir()/<dataset>, or the ones Train makes.
+	VAEPath, FlowPath string
+	// Train trains the models from scratch instead (data, LG-VAE, latents,
+	// LG-Flow), resumably, in Out/vae and Out/flow. With VAEPath set it
+	// trains only the flow, in that autoencoder's latent space.
+	Train bool
+	// Preset is the size of the models Train trains: "cpu" (default, two
+	// cores) or "paper" (a GPU). VAEPreset and FlowConfig, when not nil,
+	// replace the presets (experiments, tests).
+	Preset     string
+	VAEPreset  *vae.Preset
+	FlowConfig *flow.Config
+	// VAETime and FlowTime bound the training time (0: the presets'
+	// steps); VAESteps and FlowSteps override the presets' steps (which
+	// set the learning-rate schedules).
+	VAETime, FlowTime   time.Duration
+	VAESteps, FlowSteps int
+	// MaxTrain trains on the first MaxTrain graphs of the training split
+	// only (0: all); novelty is measured against the whole split.
+	MaxTrain int
+	// Backend runs training steps and the denoiser (nil: the CPU), for
+	// example the GPU backend of cuda.Select("cuda").
+	Backend tensor.Backend
+
+	// N is the number of graphs to sample (0: the paper's, Spec.Samples);
+	// Batch the sampling batch (0: Spec.SampleBatch); Seed the sampling
+	// seed.
+	N, Batch int
+	Seed     uint64
+	// Steps, EdgeRule, Temperature and FinalJump are passed to flow.Sample
+	// only when set (non-zero, non-empty); otherwise its defaults apply.
+	// EdgeRule is a vae.ParseEdgeRule name: or, and, mean.
+	Steps       int
+	EdgeRule    string
+	Temperature float64
+	FinalJump   float64
+
+	// Data configures dataset loading (data directory, synthetic seed,
+	// split sizes).
+	Data datasets.Options
+	// Hooks receive progress; nil fields are skipped.
+	Hooks Hooks
+}
+
+// sampleOptions returns the flow.Sample options Options sets.
+func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
+	batch := o.Batch
+	if batch <= 0 {
+		batch = spec.SampleBatch
+	}
+	opts := []flow.SampleOption{flow.WithSeed(o.Seed), flow.WithBatchSize(batch)}
+	if o.Steps < 0 || o.Temperature < 0 || o.FinalJump < 0 {
+		return nil, fmt.Errorf("pipeline: negative sampler setting (steps %d, temperature %g, final jump %g)", o.Steps, o.Temperature, o.FinalJump)
+	}
+	if o.Steps > 0 {
+		opts = append(opts, flow.WithSteps(o.Steps))
+	}
+	if o.EdgeRule != "" {
+		r, err := vae.ParseEdgeRule(o.EdgeRule)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, flow.WithEdgeRule(r))
+	}
+	if o.Temperature > 0 {
+		opts = append(opts, flow.WithTemperature(o.Temperature))
+	}
+	if o.FinalJump > 0 {
+		opts = append(opts, flow.WithFinalJump(o.FinalJump))
+	}
+	return opts, nil
+}
+
+// Splits holds a dataset's graphs as the pipeline uses them.
+type Splits struct {
+	// Train is what the models learn from; Val selects checkpoints; Test
+	// is the evaluation's reference; Novel is what novelty is measured
+	// against (Train, or the whole training split when graphs were held
+	// out of it).
+	Train, Val, Test, Novel []*graph.Graph
+}
+
+// LoadSplits loads the splits of spec's dataset: Spec.TrainSplit (without
+// its last Spec.HoldOut graphs when Spec.ValSplit is empty), the
+// validation graphs and Spec.TestSplit.
+func LoadSplits(ctx context.Context, spec Spec, opt datasets.Options, hooks Hooks) (*Splits, error) {
+	load := func(split string) ([]*graph.Graph, error) {
+		o := opt
+		o.Progress = hooks.bar(spec.Name + " " + split)
+		gs, err := datasets.Load(ctx, spec.Name, split, o)
+		if err != nil {
+			return nil, err
+		}
+		if len(gs) == 0 {
+			return nil, fmt.Errorf("pipeline: %s %s split is empty", spec.Name, split)
+		}
+		return gs, nil
+	}
+	var s Splits
+	var err error
+	if s.Test, err = load(spec.TestSplit); err != nil {
+		return nil, err
+	}
+	if s.Train, err = load(spec.TrainSplit); err != nil {
+		return nil, err
+	}
+	s.Novel = s.Train
+	if spec.ValSplit != "" {
+		if s.Val, err = load(spec.ValSplit); err != nil {
+			return nil, err
+		}
+	} else {
+		k := min(spec.HoldOut, len(s.Train)/2)
+		if k <= 0 {
+			return nil, fmt.Errorf("pipeline: %s: %d training graphs, too few to hold out a validation set", spec.Name, len(s.Train))
+		}
+		s.Train, s.Val = s.Train[:len(s.Train)-k], s.Train[len(s.Train)-k:]
+	}
+	return &s, nil
+}
+
+// Run takes a dataset through the whole pipeline: it loads the splits,
+// loads the shipped models (or trains them with Options.Train), measures
+// the LG-VAE's reconstruction of the test split, samples graphs, evaluates
+// them as the paper does, and writes report.json, the samples (graph6 or
+// digraph6, and node-link JSON Lines for labelled graphs), samples.svg and
+// the test and training splits into Options.Out. It returns the report;
+// Report.WriteTable prints it beside the paper's rows. Run stops promptly
+// with ctx's error when ctx is cancelled; training then resumes from Out
+// on the next run.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	spec, err := Lookup(o.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	if o.Out == "" {
+		o.Out = filepath.Join("out", spec.Name)
+	}
+	if o.Backend == nil {
+		o.Backend = tensor.CPU
+	}
+	if o.N < 0 || o.Batch < 0 || o.MaxTrain < 0 {
+		return nil, fmt.Errorf("pipeline: negative count (n %d, batch %d, max train %d)", o.N, o.Batch, o.MaxTrain)
+	}
+	n := o.N
+	if n == 0 {
+		n = spec.Samples
+	}
+	sampleOpts, err := o.sampleOptions(spec)
+	if err != nil {
+		return nil, err
+	}
+	// Without training, find the models before spending time on data.
+	vaePath, flowPath := o.VAEPath, o.FlowPath
+	if !o.Train {
+		if vaePath, flowPath, err = shippedModels(spec, vaePath, flowPath); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return nil, err
+	}
+	rep := newReport(spec, o, n)
+	o.Hooks.log(fmt.Sprintf("%s (%s): models from the %s split, evaluation against the %s split", spec.Title, spec.Name, spec.TrainSplit, spec.TestSplit))
+	for _, note := range spec.Notes {
+		o.Hooks.log("note: " + note)
+	}
+	splits, err := LoadSplits(ctx, spec, o.Data, o.Hooks)
+	if err != nil {
+		return nil, err
+	}
+	rep.NTrain, rep.NTest = len(splits.Novel), len(splits.Test)
+
+	if o.Train {
+		if vaePath, flowPath, err = Train(ctx, spec, splits, o); err != nil {
+			return nil, err
+		}
+		rep.TrainedHere = true
+	}
+	ae, err := vae.Load(vaePath)
+	if err != nil {
+		return nil, err
+	}
+	fm, err := flow.Load(flowPath, ae)
+	if err != nil {
+		return nil, err
+	}
+	if err := fm.ToBackend(o.Backend); err != nil {
+		return nil, err
+	}
+	rep.Models.VAE, rep.Models.Flow = vaePath, flowPath
+	if g, ok := o.Backend.(*cuda.Backend); ok {
+		rep.Hardware += ", denoiser on " + g.Device().Name
+	}
+
+	testSet, err := vae.Prepare(ctx, splits.Test, ae.Cfg, o.Hooks.bar("eigenpairs (test)"))
+	if err != nil {
+		return nil, err
+	}
+	acc, err := vae.Reconstruct(ctx, ae, testSet, 64)
+	if err != nil {
+		return nil, err
+	}
+	rep.setReconstruction(acc)
+	o.Hooks.log(fmt.Sprintf("LG-VAE reconstruction of the test split: edge %.4f, node %.4f, sample %.4f, decoded graph exact %.4f",
+		acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded()))
+
+	start := time.Now()
+	samples, err := flow.Sample(ctx, fm, n, append(sampleOpts, flow.WithProgress(o.Hooks.bar("sampling")))...)
+	if err != nil {
+		return nil, err
+	}
+	rep.SampleSeconds = time.Since(start).Seconds()
+
+	mr, err := Evaluate(ctx, spec, samples, splits.Test, splits.Novel, o.Hooks)
+	if err != nil {
+		return nil, err
+	}
+	rep.setMetrics(mr)
+	if err := writeOutputs(o.Out, spec, samples, splits, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// Evaluate computes the paper's metrics for spec's dataset: the MMDs
+// against ref (the test split) and, with train, V.U.N. (Planar, Tree and
+// DAGs, label-aware for TPU Tile) or the ratio to the training set's MMDs
+// (Ego).
+func Evaluate(ctx context.Context, spec Spec, gen, ref, train []*graph.Graph, hooks Hooks) (*metrics.Report, error) {
+	opt := metrics.Options{Kind: spec.Kind, NodeLabels: spec.NodeLabels, DirectoCompat: spec.DirectoCompat}
+	if hooks.Progress != nil {
+		bars := map[string]func(int, int){}
+		opt.Progress = func(stage string, done, total int) {
+			b, ok := bars[stage]
+			if !ok {
+				b = hooks.bar("evaluating: " + stage)
+				bars[stage] = b
+			}
+			b(done, total)
+		}
+	}
+	return metrics.Evaluate(ctx, gen, ref, train, opt)
+}
+
+// PretrainedDir returns the directory holding the shipped models:
+// $LGFLOW_PRETRAINED if set, otherwise the pretrained folder beside the
+// go.mod found by walking up from the working directory (the repository
+// root when run with go run from inside it).
+func PretrainedDir() (string, error) {
+	if d := os.Getenv("LGFLOW_PRETRAINED"); d != "" {
+		return d, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "pretrained"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("pipeline: no go.mod above the working directory; set LGFLOW_PRETRAINED to the folder of shipped models")
+		}
+		dir = parent
+	}
+}
+
+// MissingModelError reports that a dataset has no shipped model.
+type MissingModelError struct {
+	Dataset string
+	// Path is where the model was looked for; What is "LG-VAE" or
+	// "LG-Flow".
+	Path, What string
+	// VAE is the shipped LG-VAE when only the flow is missing.
+	VAE string
+}
+
+// Error says what is missing and how to train it.
+func (e *MissingModelError) Error() string {
+	msg := fmt.Sprintf("no %s is shipped for %s (%s not found): run with -train to train the models from scratch "+
+		"(cpu presets; -vae-time and -flow-time bound the training time)", e.What, e.Dataset, e.Path)
+	if e.VAE != "" {
+		msg += fmt.Sprintf(", or with -train -vae %s to train only the flow on the shipped LG-VAE", e.VAE)
+	}
+	return msg
+}
+
+// Unwrap makes errors.Is(err, fs.ErrNotExist) true.
+func (e *MissingModelError) Unwrap() error { return os.ErrNotExist }
+
+// shippedModels resolves the checkpoints to load without training: the
+// given paths, and the shipped ones for those not given (a decoder
+// fine-tuned with a frozen encoder samples with the shipped flow).
+func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) {
+	for _, p := range []string{vaePath, flowPath} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", "", fmt.Errorf("pipeline: %w (run with -train to train models)", err)
+		}
+	}
+	if vaePath != "" && flowPath != "" {
+		return vaePath, flowPath, nil
+	}
+	dir, err := PretrainedDir()
+	if err != nil {
+		return "", "", err
+	}
+	if vaePath == "" {
+		vaePath = filepath.Join(dir, spec.Name, vae.ModelFile)
+		if _, err := os.Stat(vaePath); err != nil {
+			return "", "", &MissingModelError{Dataset: spec.Name, Path: vaePath, What: "LG-VAE"}
+		}
+	}
+	if flowPath == "" {
+		flowPath = filepath.Join(dir, spec.Name, flow.ModelFile)
+		if _, err := os.Stat(flowPath); err != nil {
+			return "", "", &MissingModelError{Dataset: spec.Name, Path: flowPath, What: "LG-Flow", VAE: vaePath}
+		}
+	}
+	return vaePath, flowPath, nil
+}
+
+// hardware describes the machine for reports.
+func hardware() string {
+	return fmt.Sprintf("%s/%s, %d CPU threads (GOMAXPROCS)", runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
+}

@@ -1,0 +1,272 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"lgflow/metrics"
+	"lgflow/vae"
+)
+
+// Report is what report.json holds: the run's settings, the LG-VAE's
+// reconstruction of the test split, and the metrics of the samples. MMDs
+// are raw MMD² values (the tables print them × 1e3) and rates fractions;
+// metrics that do not apply to the dataset are omitted.
+type Report struct {
+	Dataset string `json:"dataset"`
+	Title   string `json:"title"`
+	// NSamples graphs were sampled in SampleSeconds (integration and
+	// decoding).
+	NSamples      int     `json:"n_samples"`
+	SampleSeconds float64 `json:"sample_seconds"`
+	// Steps, EdgeRule, Temperature and FinalJump are the sampler settings
+	// the run set; 0 and "" mean flow.Sample's defaults.
+	Steps       int     `json:"steps"`
+	Seed        uint64  `json:"seed"`
+	EdgeRule    string  `json:"edge_rule"`
+	Temperature float64 `json:"temperature,omitempty"`
+	FinalJump   float64 `json:"final_jump,omitempty"`
+	Hardware    string  `json:"hardware"`
+	// TrainSplit and TestSplit name the splits; NTrain is the number of
+	// graphs novelty is measured against, NTest the reference's size.
+	TrainSplit string `json:"train_split"`
+	TestSplit  string `json:"test_split"`
+	NTrain     int    `json:"n_train"`
+	NTest      int    `json:"n_test"`
+	// Reconstruction is the LG-VAE's accuracy on the test split (z = mu).
+	Reconstruction struct {
+		EdgeAcc   float64 `json:"edge_acc"`
+		NodeAcc   float64 `json:"node_acc"`
+		SampleAcc float64 `json:"sample_acc"`
+		// DecodedAcc is the fraction of test graphs whose decoded graph
+		// equals the input.
+		DecodedAcc float64 `json:"decoded_acc"`
+	} `json:"reconstruction"`
+	MMD struct {
+		Degree     *float64 `json:"degree,omitempty"`
+		OutDegree  *float64 `json:"out_degree,omitempty"`
+		InDegree   *float64 `json:"in_degree,omitempty"`
+		Clustering *float64 `json:"clustering,omitempty"`
+		Orbit      *float64 `json:"orbit,omitempty"`
+		Spectral   *float64 `json:"spectral,omitempty"`
+		Wavelet    *float64 `json:"wavelet,omitempty"`
+	} `json:"mmd"`
+	Valid  *float64 `json:"valid,omitempty"`
+	Unique *float64 `json:"unique,omitempty"`
+	Novel  *float64 `json:"novel,omitempty"`
+	VUN    *float64 `json:"vun,omitempty"`
+	// Ratio is the Ego ratio; Ratios its terms and TrainMMD the training
+	// set's MMDs against the test split (the ratio's denominators).
+	Ratio       *float64           `json:"ratio,omitempty"`
+	Ratios      map[string]float64 `json:"ratios,omitempty"`
+	TrainMMD    map[string]float64 `json:"train_mmd,omitempty"`
+	IsoTimeouts int                `json:"iso_timeouts,omitempty"`
+	// TrainedHere is true when the models were trained by this run.
+	TrainedHere bool `json:"trained_here"`
+	// Models names the checkpoints used.
+	Models struct {
+		VAE  string `json:"vae"`
+		Flow string `json:"flow"`
+	} `json:"models"`
+	// Notes say where the run differs from the paper's setting.
+	Notes []string `json:"notes,omitempty"`
+	// Files are the files written into the output directory.
+	Files []string `json:"files,omitempty"`
+}
+
+func newReport(spec Spec, o Options, n int) *Report {
+	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Steps: o.Steps, Seed: o.Seed,
+		Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
+		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...)}
+	if o.EdgeRule != "" {
+		if rule, err := vae.ParseEdgeRule(o.EdgeRule); err == nil {
+			r.EdgeRule = rule.String()
+		}
+	}
+	return r
+}
+
+func (r *Report) setReconstruction(a vae.Accuracy) {
+	r.Reconstruction.EdgeAcc, r.Reconstruction.NodeAcc = a.Edge(), a.Node()
+	r.Reconstruction.SampleAcc, r.Reconstruction.DecodedAcc = a.Sample(), a.Decoded()
+}
+
+func (r *Report) setMetrics(m *metrics.Report) {
+	r.MMD.Degree, r.MMD.OutDegree, r.MMD.InDegree = m.Degree, m.OutDegree, m.InDegree
+	r.MMD.Clustering, r.MMD.Orbit, r.MMD.Spectral, r.MMD.Wavelet = m.Clustering, m.Orbit, m.Spectral, m.Wavelet
+	r.Valid, r.Unique, r.Novel, r.VUN = m.Valid, m.Unique, m.Novel, m.VUN
+	r.Ratio, r.Ratios, r.IsoTimeouts = m.Ratio, m.Ratios, m.IsoTimeouts
+	if len(m.Ratios) > 0 {
+		r.TrainMMD = map[string]float64{}
+		for k, ratio := range m.Ratios {
+			if v := r.mmd(Column(k)); v != nil && ratio != 0 {
+				r.TrainMMD[k] = *v / ratio
+			}
+		}
+	}
+}
+
+// mmd returns the MMD of a column, or nil.
+func (r *Report) mmd(c Column) *float64 {
+	switch c {
+	case ColDegree:
+		return r.MMD.Degree
+	case ColOutDegree:
+		return r.MMD.OutDegree
+	case ColInDegree:
+		return r.MMD.InDegree
+	case ColClust:
+		return r.MMD.Clustering
+	case ColOrbit:
+		return r.MMD.Orbit
+	case ColSpectral:
+		return r.MMD.Spectral
+	case ColWavelet:
+		return r.MMD.Wavelet
+	}
+	return nil
+}
+
+// Value returns a column's value in the units of the paper's tables (MMD²
+// × 1e3, rates in %, seconds, the ratio and the sample accuracy as they
+// are), and whether the report has it.
+func (r *Report) Value(c Column) (float64, bool) {
+	pct := func(p *float64) (float64, bool) {
+		if p == nil {
+			return 0, false
+		}
+		return 100 * *p, true
+	}
+	switch c {
+	case ColSampleAcc:
+		return r.Reconstruction.SampleAcc, true
+	case ColTime:
+		return r.SampleSeconds, true
+	case ColRatio:
+		if r.Ratio == nil {
+			return 0, false
+		}
+		return *r.Ratio, true
+	case ColValid:
+		return pct(r.Valid)
+	case ColUnique:
+		return pct(r.Unique)
+	case ColNovel:
+		return pct(r.Novel)
+	case ColVUN:
+		return pct(r.VUN)
+	}
+	if v := r.mmd(c); v != nil {
+		return 1e3 * *v, true
+	}
+	return 0, false
+}
+
+// columnHeads are the table headings of the columns.
+var columnHeads = map[Column]string{
+	ColSampleAcc: "Recon.", ColDegree: "Deg.", ColOutDegree: "Out Deg.", ColInDegree: "In Deg.", ColOrbit: "Orbit",
+	ColClust: "Clust.", ColSpectral: "Spec.", ColWavelet: "Wave.", ColRatio: "Ratio", ColValid: "Valid",
+	ColUnique: "Unique", ColNovel: "Novel", ColVUN: "V.U.N.", ColTime: "Time (s)",
+}
+
+// cell formats a value for a column, "-" when missing: sample accuracy
+// with 4 decimals, times with 1 below 100 s and none above, the rest
+// with 1.
+func cell(c Column, v float64, ok bool) string {
+	switch {
+	case !ok:
+		return "-"
+	case c == ColSampleAcc:
+		return fmt.Sprintf("%.4f", v)
+	case c == ColTime && v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	}
+	s := fmt.Sprintf("%.1f", v)
+	if s == "-0.0" {
+		s = "0.0"
+	}
+	return s
+}
+
+// width returns a column's width in the table.
+func width(c Column) int {
+	if c == ColTime || c == ColSampleAcc {
+		return 10
+	}
+	return 8
+}
+
+// WriteTable prints the report as the paper's table for the dataset: our
+// row ("lgflow (this run)") above the paper's rows, then the rates, the
+// notes and the hardware.
+func (r *Report) WriteTable(w io.Writer, spec Spec) error {
+	var b strings.Builder
+	sampler := fmt.Sprintf("%d Euler steps", r.Steps)
+	if r.Steps == 0 {
+		sampler = "flow.Sample's default steps"
+	}
+	units := "MMD² × 1e3"
+	switch spec.Kind {
+	case metrics.Planar, metrics.Tree:
+		units += "; V.U.N. in %"
+	case metrics.DAG:
+		units += "; rates in %"
+	}
+	fmt.Fprintf(&b, "\n%s, %d samples, %s (%s)\n\n", spec.Title, r.NSamples, sampler, units)
+	line := func(label string, val func(Column) (float64, bool)) {
+		fmt.Fprintf(&b, "%-22s", label)
+		for _, c := range spec.Columns {
+			v, ok := val(c)
+			fmt.Fprintf(&b, " %*s", width(c), cell(c, v, ok))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "%-22s", "")
+	for _, c := range spec.Columns {
+		fmt.Fprintf(&b, " %*s", width(c), columnHeads[c])
+	}
+	b.WriteString("\n")
+	line("lgflow (this run)", r.Value)
+	if len(r.TrainMMD) > 0 {
+		line("train set (this split)", func(c Column) (float64, bool) {
+			if c == ColRatio {
+				return 1, true
+			}
+			v, ok := r.TrainMMD[string(c)]
+			return 1e3 * v, ok
+		})
+	}
+	for _, p := range spec.Paper {
+		line(p.Label, func(c Column) (float64, bool) {
+			v, ok := p.Values[c]
+			return v, ok
+		})
+	}
+	b.WriteString("\n")
+	var rates []string
+	for _, x := range []struct {
+		name string
+		v    *float64
+	}{{"valid", r.Valid}, {"unique", r.Unique}, {"novel", r.Novel}} {
+		if x.v != nil {
+			rates = append(rates, fmt.Sprintf("%s %.1f%%", x.name, 100**x.v))
+		}
+	}
+	if len(rates) > 0 {
+		fmt.Fprintf(&b, "%s; ", strings.Join(rates, ", "))
+	}
+	fmt.Fprintf(&b, "hardware: %s\n", r.Hardware)
+	if spec.Kind != metrics.Planar && spec.Kind != metrics.Tree || spec.Name != "planar" {
+		fmt.Fprintf(&b, "LG-VAE reconstruction of the test split: edge %.4f, node %.4f, sample %.4f; models: %s, %s\n",
+			r.Reconstruction.EdgeAcc, r.Reconstruction.NodeAcc, r.Reconstruction.SampleAcc, r.Models.VAE, r.Models.Flow)
+	}
+	if r.IsoTimeouts > 0 {
+		fmt.Fprintf(&b, "%d isomorphism look-ups timed out (counted as not isomorphic)\n", r.IsoTimeouts)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
