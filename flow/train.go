@@ -200,7 +200,7 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 	if cfg.DiT.SelfCond && r.Uniform() < cfg.SelfCondProb {
 		ng := autograd.NoGrad()
 		p := net.Forward(ng, xtV, t, devMask, nil)
-		xsc = autograd.NewConst(p.Value.Clone())
+		xsc = autograd.NewConst(tp.Own(p.Value.Clone()))
 		ng.Release()
 	}
 	pred := net.Forward(tp, xtV, t, devMask, xsc)

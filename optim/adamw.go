@@ -84,6 +84,7 @@ type AdamW struct {
 	params []Param
 	m, v   []*tensor.Tensor
 	t      []int
+	order  []int // parameter indices in memory order (see memOrder)
 }
 
 // NewAdamW returns an AdamW optimiser for params (names unique and
@@ -105,6 +106,7 @@ func NewAdamW(params []Param, cfg AdamWConfig) (*AdamW, error) {
 	}
 	// The moments are laid out like the parameters (flat if they are).
 	o.m, o.v = mirrorZeros(values), mirrorZeros(values)
+	o.order = memOrder(len(values), func(i int) *tensor.Tensor { return values[i] })
 	return o, nil
 }
 
@@ -131,25 +133,26 @@ func (o *AdamW) Step() {
 			o.t[i]++
 		}
 	}
-	forRuns(len(ps), func(i int) bool { return ps[i].Grad == nil },
+	forRuns(o.order, func(i int) bool { return ps[i].Grad == nil },
 		func(i, j int) bool {
 			return o.t[i] == o.t[j] && ps[i].Decay == ps[j].Decay && sameShape(ps[j].Value, ps[j].Grad) &&
 				adjacent(ps[i].Value, ps[j].Value) && adjacent(ps[i].Grad, ps[j].Grad) &&
 				adjacent(o.m[i], o.m[j]) && adjacent(o.v[i], o.v[j])
 		},
 		func(i int) int { return ps[i].Value.Size() },
-		func(lo, hi, n int) {
-			p := ps[lo]
+		func(run []int, n int) {
+			i := run[0]
+			p := ps[i]
 			wd := 0.0
 			if p.Decay {
 				wd = c.WeightDecay
 			}
-			if hi-lo == 1 {
-				tensor.AdamWStep(p.Value, p.Grad, o.m[lo], o.v[lo], c.LR, c.Beta1, c.Beta2, c.Eps, wd, o.t[lo])
+			if len(run) == 1 {
+				tensor.AdamWStep(p.Value, p.Grad, o.m[i], o.v[i], c.LR, c.Beta1, c.Beta2, c.Eps, wd, o.t[i])
 				return
 			}
-			tensor.AdamWStep(span(p.Value, n), span(p.Grad, n), span(o.m[lo], n), span(o.v[lo], n),
-				c.LR, c.Beta1, c.Beta2, c.Eps, wd, o.t[lo])
+			tensor.AdamWStep(span(p.Value, n), span(p.Grad, n), span(o.m[i], n), span(o.v[i], n),
+				c.LR, c.Beta1, c.Beta2, c.Eps, wd, o.t[i])
 		})
 }
 

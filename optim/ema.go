@@ -91,6 +91,7 @@ type EMA struct {
 	cfg    EMAConfig
 	params []Param
 	shadow []*tensor.Tensor
+	order  []int // parameter indices in memory order (see memOrder)
 }
 
 // NewEMA returns an EMA of params (names unique and non-empty, values
@@ -112,6 +113,7 @@ func NewEMA(params []Param, cfg EMAConfig) (*EMA, error) {
 	// The shadow weights are laid out like the parameters (flat if they
 	// are), so that an update is one pass per run of adjacent parameters.
 	e.shadow = mirrorZeros(values)
+	e.order = memOrder(len(values), func(i int) *tensor.Tensor { return values[i] })
 	e.runs(func(s, x *tensor.Tensor) { tensor.Copy(s, x) })
 	return e, nil
 }
@@ -120,17 +122,18 @@ func NewEMA(params []Param, cfg EMAConfig) (*EMA, error) {
 // memory together with their shadows (one pair per parameter if none are).
 func (e *EMA) runs(fn func(s, x *tensor.Tensor)) {
 	ps := e.params
-	forRuns(len(ps), nil,
+	forRuns(e.order, nil,
 		func(i, j int) bool {
 			return adjacent(ps[i].Value, ps[j].Value) && adjacent(e.shadow[i], e.shadow[j]) && sameShape(ps[j].Value, e.shadow[j])
 		},
 		func(i int) int { return ps[i].Value.Size() },
-		func(lo, hi, n int) {
-			if hi-lo == 1 {
-				fn(e.shadow[lo], ps[lo].Value)
+		func(run []int, n int) {
+			i := run[0]
+			if len(run) == 1 {
+				fn(e.shadow[i], ps[i].Value)
 				return
 			}
-			fn(span(e.shadow[lo], n), span(ps[lo].Value, n))
+			fn(span(e.shadow[i], n), span(ps[i].Value, n))
 		})
 }
 

@@ -1,6 +1,9 @@
 package optim
 
 import (
+	"math"
+	"sort"
+
 	"lgflow/tensor"
 )
 
@@ -28,22 +31,53 @@ func span(t *tensor.Tensor, n int) *tensor.Tensor {
 	return tensor.NewView(t.Storage(), t.Offset(), []int{n}, []int{1})
 }
 
-// forRuns calls fn(lo, hi, n) for each maximal run [lo, hi) of indices in
-// [0, count) with joins(i-1, i) for every i in (lo, hi), n being the total
-// size of the run's tensors size(i). Indices with skip(i) are left out (and
-// end a run).
-func forRuns(count int, skip func(i int) bool, joins func(i, j int) bool, size func(i int) int, fn func(lo, hi, n int)) {
-	for lo := 0; lo < count; {
-		if skip != nil && skip(lo) {
+// memOrder returns the indices [0, count) sorted by where the tensors
+// at(i) lie in memory: grouped by storage (in order of first appearance),
+// then by offset; nil tensors come last. Adjacent parameters that a module
+// lists in another order (nn.Flatten groups them) then form runs.
+func memOrder(count int, at func(i int) *tensor.Tensor) []int {
+	group := map[tensor.Storage]int{}
+	key := make([][2]int, count)
+	for i := range count {
+		t := at(i)
+		if t == nil {
+			key[i] = [2]int{math.MaxInt, i}
+			continue
+		}
+		g, ok := group[t.Storage()]
+		if !ok {
+			g = len(group)
+			group[t.Storage()] = g
+		}
+		key[i] = [2]int{g, t.Offset()}
+	}
+	order := make([]int, count)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		ka, kb := key[order[a]], key[order[b]]
+		return ka[0] < kb[0] || ka[0] == kb[0] && ka[1] < kb[1]
+	})
+	return order
+}
+
+// forRuns calls fn(run, n) for each maximal run of indices, taken in the
+// given order, with joins(i, j) for every two consecutive indices i, j of
+// the run; n is the total size(i) of the run. Indices with skip(i) are left
+// out (and end a run).
+func forRuns(order []int, skip func(i int) bool, joins func(i, j int) bool, size func(i int) int, fn func(run []int, n int)) {
+	for lo := 0; lo < len(order); {
+		if skip != nil && skip(order[lo]) {
 			lo++
 			continue
 		}
-		hi, n := lo+1, size(lo)
-		for hi < count && (skip == nil || !skip(hi)) && joins(hi-1, hi) {
-			n += size(hi)
+		hi, n := lo+1, size(order[lo])
+		for hi < len(order) && (skip == nil || !skip(order[hi])) && joins(order[hi-1], order[hi]) {
+			n += size(order[hi])
 			hi++
 		}
-		fn(lo, hi, n)
+		fn(order[lo:hi], n)
 		lo = hi
 	}
 }
@@ -53,16 +87,17 @@ func forRuns(count int, skip func(i int) bool, joins func(i, j int) bool, size f
 // adjacent results, carved out of one allocation per run.
 func mirrorZeros(ts []*tensor.Tensor) []*tensor.Tensor {
 	out := make([]*tensor.Tensor, len(ts))
-	forRuns(len(ts), nil, func(i, j int) bool { return adjacent(ts[i], ts[j]) },
+	forRuns(memOrder(len(ts), func(i int) *tensor.Tensor { return ts[i] }), nil,
+		func(i, j int) bool { return adjacent(ts[i], ts[j]) },
 		func(i int) int { return ts[i].Size() },
-		func(lo, hi, n int) {
-			if hi-lo == 1 {
-				out[lo] = ts[lo].NewLike()
+		func(run []int, n int) {
+			if len(run) == 1 {
+				out[run[0]] = ts[run[0]].NewLike()
 				return
 			}
-			flat := tensor.NewOn(ts[lo].Backend(), ts[lo].DType(), n)
+			flat := tensor.NewOn(ts[run[0]].Backend(), ts[run[0]].DType(), n)
 			off := 0
-			for i := lo; i < hi; i++ {
+			for _, i := range run {
 				k := ts[i].Size()
 				out[i] = flat.Slice(0, off, off+k).Reshape(ts[i].Shape()...)
 				off += k
@@ -75,17 +110,18 @@ func mirrorZeros(ts []*tensor.Tensor) []*tensor.Tensor {
 // gradients (of their parameters' shapes), with the run's gradients as one
 // tensor: the gradient itself for a run of one.
 func gradRuns(params []Param, fn func(g *tensor.Tensor)) {
-	forRuns(len(params), func(i int) bool { return params[i].Grad == nil },
+	order := memOrder(len(params), func(i int) *tensor.Tensor { return params[i].Grad })
+	forRuns(order, func(i int) bool { return params[i].Grad == nil },
 		func(i, j int) bool {
 			return adjacent(params[i].Grad, params[j].Grad) && sameShape(params[j].Grad, params[j].Value)
 		},
 		func(i int) int { return params[i].Grad.Size() },
-		func(lo, hi, n int) {
-			if hi-lo == 1 {
-				fn(params[lo].Grad)
+		func(run []int, n int) {
+			if len(run) == 1 {
+				fn(params[run[0]].Grad)
 				return
 			}
-			fn(span(params[lo].Grad, n))
+			fn(span(params[run[0]].Grad, n))
 		})
 }
 

@@ -2,39 +2,48 @@ package optim
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"lgflow/tensor"
 )
 
 // paramSet builds the same parameters twice: as separate tensors, and as
-// views of one flat value tensor and one flat gradient tensor (the layout
-// nn.Flatten makes), decayed matrices first.
-func paramSet(dt tensor.DType, seed uint64) (sep, flat []Param) {
-	shapes := [][]int{{7, 5}, {3, 1, 4}, {129, 3}, {5}, {1}, {300}}
+// views of one flat value tensor and one flat gradient tensor laid out as
+// nn.Flatten does, decayed matrices first (so not in the list's order).
+// layout lists the flat parameters in memory order.
+func paramSet(dt tensor.DType, seed uint64) (sep, flat []Param, layout []int) {
+	shapes := [][]int{{7, 5}, {5}, {3, 1, 4}, {1}, {129, 3}, {300}}
 	r := tensor.NewRNG(seed)
 	n := 0
-	for _, s := range shapes {
+	for i, s := range shapes {
 		k := 1
 		for _, d := range s {
 			k *= d
 		}
 		n += k
+		sep = append(sep, Param{Name: string(rune('a' + i)), Value: tensor.FillUniform(tensor.New(dt, s...), r, -1, 1),
+			Grad: tensor.New(dt, s...), Decay: DefaultDecay("", s)})
+	}
+	for _, decay := range []bool{true, false} {
+		for i, p := range sep {
+			if p.Decay == decay {
+				layout = append(layout, i)
+			}
+		}
 	}
 	fv, fg := tensor.New(dt, n), tensor.New(dt, n)
+	flat = make([]Param, len(sep))
 	off := 0
-	for i, s := range shapes {
-		v := tensor.FillUniform(tensor.New(dt, s...), r, -1, 1)
-		k := v.Size()
-		name := string(rune('a' + i))
-		decay := DefaultDecay(name, s)
-		sep = append(sep, Param{Name: name, Value: v, Grad: tensor.New(dt, s...), Decay: decay})
-		fvv := fv.Slice(0, off, off+k).Reshape(s...)
-		tensor.Copy(fvv, v)
-		flat = append(flat, Param{Name: name, Value: fvv, Grad: fg.Slice(0, off, off+k).Reshape(s...), Decay: decay})
+	for _, i := range layout {
+		p := sep[i]
+		k, s := p.Value.Size(), p.Value.Shape()
+		v := fv.Slice(0, off, off+k).Reshape(s...)
+		tensor.Copy(v, p.Value)
+		flat[i] = Param{Name: p.Name, Value: v, Grad: fg.Slice(0, off, off+k).Reshape(s...), Decay: p.Decay}
 		off += k
 	}
-	return sep, flat
+	return sep, flat, layout
 }
 
 func bitsEqual(t *testing.T, what string, a, b *tensor.Tensor) {
@@ -55,7 +64,7 @@ func TestFlatMatchesSeparate(t *testing.T) {
 	cfg := AdamWConfig{LR: 1e-2, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1}
 	ecfg := EMAConfig{Beta: 0.999, UpdateAfterStep: 1, UpdateEvery: 1, InvGamma: 1, Power: 2.0 / 3}
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
-		sep, flat := paramSet(dt, 5)
+		sep, flat, layout := paramSet(dt, 5)
 		optS, err := NewAdamW(sep, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -66,10 +75,11 @@ func TestFlatMatchesSeparate(t *testing.T) {
 			t.Fatal(err)
 		}
 		emaF, _ := NewEMA(flat, ecfg)
-		// The optimisers' state is flat too: one run per tensor kind.
-		for i := 1; i < len(flat); i++ {
-			if !adjacent(optF.m[i-1], optF.m[i]) || !adjacent(optF.v[i-1], optF.v[i]) || !adjacent(emaF.shadow[i-1], emaF.shadow[i]) {
-				t.Fatalf("%v: optimiser state of parameter %d is not adjacent to its predecessor's", dt, i)
+		// The optimisers' state is laid out like the parameters.
+		for k := 1; k < len(layout); k++ {
+			i, j := layout[k-1], layout[k]
+			if !adjacent(optF.m[i], optF.m[j]) || !adjacent(optF.v[i], optF.v[j]) || !adjacent(emaF.shadow[i], emaF.shadow[j]) {
+				t.Fatalf("%v: optimiser state of parameter %d does not follow that of %d", dt, j, i)
 			}
 		}
 		r := tensor.NewRNG(9)
@@ -87,6 +97,8 @@ func TestFlatMatchesSeparate(t *testing.T) {
 			}
 			if step == 4 {
 				optS.Params()[2].Grad, optF.Params()[2].Grad = sep[2].Grad, flat[2].Grad
+			}
+			if step == 2 || step == 4 {
 				ns, nf := ClipGradNorm(sep, 0.5), ClipGradNorm(flat, 0.5)
 				if ns != nf {
 					t.Fatalf("%v: norms %v (separate) and %v (flat) differ", dt, ns, nf)
@@ -114,29 +126,34 @@ func TestFlatMatchesSeparate(t *testing.T) {
 	}
 }
 
-// TestForRuns checks the run splitting that the flat updates rely on.
+// TestForRuns checks the memory order and the run splitting that the flat
+// updates rely on.
 func TestForRuns(t *testing.T) {
 	flat := tensor.New(tensor.Float32, 20)
 	other := tensor.New(tensor.Float32, 20)
 	ts := []*tensor.Tensor{
-		flat.Slice(0, 0, 4),                     // run 1
-		flat.Slice(0, 4, 10).Reshape(2, 3),      // run 1 (adjacent, reshaped)
+		flat.Slice(0, 4, 10).Reshape(2, 3),      // run 1 (after 2, reshaped)
 		flat.Slice(0, 12, 14),                   // gap: run 2
-		other.Slice(0, 14, 16),                  // other storage: run 3
-		flat.Slice(0, 16, 20).Reshape(2, 2).T(), // not contiguous: run 4
+		flat.Slice(0, 0, 4),                     // run 1
+		other.Slice(0, 14, 16),                  // other storage: run 4
+		flat.Slice(0, 16, 20).Reshape(2, 2).T(), // not contiguous: run 3
 		nil,                                     // skipped
-		flat.Slice(0, 0, 2),                     // run 5
+		other.Slice(0, 16, 17),                  // run 4
 	}
-	var got [][3]int
-	forRuns(len(ts), func(i int) bool { return ts[i] == nil }, func(i, j int) bool { return adjacent(ts[i], ts[j]) },
-		func(i int) int { return ts[i].Size() }, func(lo, hi, n int) { got = append(got, [3]int{lo, hi, n}) })
-	want := [][3]int{{0, 2, 10}, {2, 3, 2}, {3, 4, 2}, {4, 5, 4}, {6, 7, 2}}
+	order := memOrder(len(ts), func(i int) *tensor.Tensor { return ts[i] })
+	if want := []int{2, 0, 1, 4, 3, 6, 5}; !slices.Equal(order, want) {
+		t.Fatalf("memory order %v, want %v", order, want)
+	}
+	var got [][]int
+	forRuns(order, func(i int) bool { return ts[i] == nil }, func(i, j int) bool { return adjacent(ts[i], ts[j]) },
+		func(i int) int { return ts[i].Size() }, func(run []int, n int) { got = append(got, append(slices.Clone(run), n)) })
+	want := [][]int{{2, 0, 10}, {1, 2}, {4, 4}, {3, 6, 3}}
 	if len(got) != len(want) {
-		t.Fatalf("runs %v, want %v", got, want)
+		t.Fatalf("runs %v, want %v (each: indices, size)", got, want)
 	}
 	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("runs %v, want %v", got, want)
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("runs %v, want %v (each: indices, size)", got, want)
 		}
 	}
 }
@@ -157,7 +174,7 @@ func TestNonFiniteCheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
-			_, flat := paramSet(dt, 3)
+			_, flat, _ := paramSet(dt, 3)
 			for _, p := range flat {
 				tensor.FillUniform(p.Grad, tensor.NewRNG(1), -1, 1)
 			}

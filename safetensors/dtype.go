@@ -84,3 +84,52 @@ func halfToFloat32(h uint16) float32 {
 func bfloat16ToFloat32(b uint16) float32 {
 	return math.Float32frombits(uint32(b) << 16)
 }
+
+// float32ToHalf rounds f to the nearest IEEE 754 binary16 value (ties to
+// even): magnitudes past the largest half (65504, rounding included)
+// become infinities, tiny ones subnormals or zeros with f's sign, and NaN
+// stays NaN (quiet, with the top bits of its payload).
+func float32ToHalf(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int((b >> 23) & 0xff)
+	mant := b & 0x7fffff
+	switch {
+	case exp == 0xff: // Inf or NaN
+		if mant == 0 {
+			return sign | 0x7c00
+		}
+		return sign | 0x7e00 | uint16(mant>>13)
+	case exp > 127+15: // |f| >= 2^16: overflow
+		return sign | 0x7c00
+	case exp >= 127-14: // normal half (rounding may carry into the exponent, or to Inf)
+		h := uint32(exp-127+15)<<10 | mant>>13
+		rest := mant & 0x1fff
+		if rest > 0x1000 || rest == 0x1000 && h&1 == 1 {
+			h++
+		}
+		return sign | uint16(h)
+	case exp >= 127-25: // subnormal half: mant·2^-24 with the implicit bit
+		m := mant | 0x800000
+		shift := uint(126 - exp) // 14..24 more bits to drop
+		h := m >> shift
+		rest := m & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rest > half || rest == half && h&1 == 1 {
+			h++
+		}
+		return sign | uint16(h)
+	}
+	return sign // underflow to zero
+}
+
+// float32ToBFloat16 rounds f to the nearest bfloat16 value (the top 16 bits
+// of a float32, ties to even); NaN stays a quiet NaN.
+func float32ToBFloat16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if b&0x7fffffff > 0x7f800000 { // NaN
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}

@@ -190,34 +190,85 @@ func SaveRaw(path string, ts []RawTensor, metadata map[string]string) error {
 	return withPath(atomicfile.Write(path, func(w io.Writer) error { return WriteRaw(w, ts, metadata) }), path)
 }
 
-// Write writes tensors and metadata to w as a safetensors file: tensors in
-// sorted name order, contiguous, "__metadata__" first (left out when
-// metadata is empty), header padded with spaces to a multiple of 8 bytes.
-// Float32 tensors are stored as F32 and Float64 as F64; non-contiguous
-// tensors and tensors on another backend are copied to a contiguous CPU
-// tensor one at a time while writing. The tensors are not modified.
-func Write(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
+// WriteOption changes how Write, Save and SaveSharded store tensors.
+type WriteOption func(*writeOptions)
+
+type writeOptions struct {
+	as DType // "" keeps each tensor's own precision
+}
+
+// StoreAs stores every tensor with dtype dt: F32, F64, F16 or BF16.
+// Values are rounded to the nearest representable one (ties to even);
+// with F16, magnitudes beyond its largest finite value (65504) become
+// infinities and ones below 2^-24 zeros, so it suits weights (typically
+// well inside that range) rather than optimiser state. Half precision
+// halves a float32 model's file; Load reads it back as float32 with
+// HalfToFloat32 (LoadModel always does).
+func StoreAs(dt DType) WriteOption { return func(o *writeOptions) { o.as = dt } }
+
+func buildWriteOptions(opts []WriteOption) (writeOptions, error) {
+	var o writeOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	switch o.as {
+	case "", F32, F64, F16, BF16:
+		return o, nil
+	}
+	return o, newErr(ErrUnsupported, "", fmt.Sprintf("cannot store tensors as %s (F32, F64, F16 or BF16)", quote(string(o.as))))
+}
+
+// storedDType returns the dtype a tensor of dtype dt is stored with.
+func (o writeOptions) storedDType(name string, dt tensor.DType) (DType, error) {
+	if o.as != "" {
+		return o.as, nil
+	}
+	switch dt {
+	case tensor.Float32:
+		return F32, nil
+	case tensor.Float64:
+		return F64, nil
+	}
+	return "", newErr(ErrUnsupported, name, fmt.Sprintf("dtype %v", dt))
+}
+
+// tensorEntries returns the entries that write tensors with options o.
+func tensorEntries(tensors map[string]*tensor.Tensor, o writeOptions) ([]entry, error) {
 	es := make([]entry, 0, len(tensors))
 	for name, t := range tensors {
 		if t == nil {
-			return newErr(ErrUnsupported, name, "tensor is nil")
+			return nil, newErr(ErrUnsupported, name, "tensor is nil")
 		}
-		var dt DType
-		switch t.DType() {
-		case tensor.Float32:
-			dt = F32
-		case tensor.Float64:
-			dt = F64
-		default:
-			return newErr(ErrUnsupported, name, fmt.Sprintf("dtype %v", t.DType()))
+		dt, err := o.storedDType(name, t.DType())
+		if err != nil {
+			return nil, err
 		}
 		ti := TensorInfo{Name: name, DType: dt, Shape: t.Shape()}
 		if err := checkInfo(ti); err != nil {
-			return err
+			return nil, err
 		}
 		es = append(es, entry{info: ti, write: func(w io.Writer, buf []byte) error {
-			return writeTensor(w, buf, t)
+			return writeTensor(w, buf, t, dt)
 		}})
+	}
+	return es, nil
+}
+
+// Write writes tensors and metadata to w as a safetensors file: tensors in
+// sorted name order, contiguous, "__metadata__" first (left out when
+// metadata is empty), header padded with spaces to a multiple of 8 bytes.
+// Float32 tensors are stored as F32 and Float64 as F64, or all with the
+// dtype of StoreAs; non-contiguous tensors and tensors on another backend
+// are copied to a contiguous CPU tensor one at a time while writing. The
+// tensors are not modified.
+func Write(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]string, opts ...WriteOption) error {
+	o, err := buildWriteOptions(opts)
+	if err != nil {
+		return err
+	}
+	es, err := tensorEntries(tensors, o)
+	if err != nil {
+		return err
 	}
 	return writeEntries(w, es, metadata)
 }
@@ -226,17 +277,45 @@ func Write(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]s
 // atomically: into a temporary file in the same directory, synced, then
 // renamed over path, so path holds either the old or the complete new
 // file. Errors name path.
-func Save(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
-	return withPath(atomicfile.Write(path, func(w io.Writer) error { return Write(w, tensors, metadata) }), path)
+func Save(path string, tensors map[string]*tensor.Tensor, metadata map[string]string, opts ...WriteOption) error {
+	return withPath(atomicfile.Write(path, func(w io.Writer) error { return Write(w, tensors, metadata, opts...) }), path)
 }
 
-// writeTensor writes t's elements little-endian, row-major, converting
-// len(buf) bytes at a time.
-func writeTensor(w io.Writer, buf []byte, t *tensor.Tensor) error {
+// writeTensor writes t's elements little-endian, row-major, as dtype dt
+// (F32, F64, F16 or BF16), converting len(buf) bytes at a time.
+func writeTensor(w io.Writer, buf []byte, t *tensor.Tensor, dt DType) error {
 	if t.Backend() != tensor.CPU {
 		t = t.ToBackend(tensor.CPU)
 	}
 	t = t.Contiguous()
+	if dt == F64 && t.DType() == tensor.Float32 || dt != F64 && t.DType() == tensor.Float64 {
+		// Float64 to a half goes through float32 (a model's tensors are
+		// small next to memory: the whole tensor is converted at once).
+		want := tensor.Float64
+		if dt != F64 {
+			want = tensor.Float32
+		}
+		t = t.To(want)
+	}
+	switch dt {
+	case F16, BF16:
+		conv := float32ToHalf
+		if dt == BF16 {
+			conv = float32ToBFloat16
+		}
+		d := t.Data32()
+		for len(d) > 0 {
+			n := min(len(d), len(buf)/2)
+			for i, v := range d[:n] {
+				binary.LittleEndian.PutUint16(buf[2*i:], conv(v))
+			}
+			if _, err := w.Write(buf[:2*n]); err != nil {
+				return err
+			}
+			d = d[n:]
+		}
+		return nil
+	}
 	if t.DType() == tensor.Float64 {
 		d := t.Data64()
 		for len(d) > 0 {
