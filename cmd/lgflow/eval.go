@@ -17,11 +17,12 @@ func init() {
 }
 
 func runEval(ctx context.Context, args []string) error {
-	fs := newFlagSet("eval", "lgflow eval -gen GEN.g6 -ref TEST.g6 [-train TRAIN.g6] [-kind generic|planar|tree|ego|dag] [-json]")
-	genPath := fs.String("gen", "", "generated graphs (graph6 / digraph6 lines, .gz allowed)")
-	refPath := fs.String("ref", "", "reference graphs, the test split in the paper's tables")
-	trainPath := fs.String("train", "", "training graphs (novelty, V.U.N., Ego ratio)")
-	kindName := fs.String("kind", "generic", "metric set: generic, planar, tree, ego, dag")
+	fs := newFlagSet("eval", "lgflow eval -gen GEN.g6|GEN.jsonl|GEN.smi -ref TEST [-train TRAIN] [-kind generic|planar|tree|ego|dag|moses] [-json]")
+	genPath := fs.String("gen", "", "generated graphs: graph6 / digraph6 lines, node-link JSON (.json/.jsonl, labels kept), or SMILES (.smi, MOSES metrics); .gz allowed")
+	refPath := fs.String("ref", "", "reference graphs, the test split in the paper's tables (SMILES: the SNN / scaffold reference, optional)")
+	trainPath := fs.String("train", "", "training graphs (novelty, V.U.N., Ego ratio; SMILES: novelty)")
+	kindName := fs.String("kind", "generic", "metric set: generic, planar, tree, ego, dag, or moses (SMILES; implied by a .smi -gen)")
+	filters := fs.String("filters", "", "moses: directory holding mcf.csv and wehi_pains.csv for the Filters metric (default: the data directory's moses/ when present)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (raw MMD², rates as fractions)")
 	emd := fs.Bool("emd", false, "use GRAN's Gaussian-EMD kernels instead of Gaussian-TV")
 	compat := fs.Bool("directo-compat", false, "dag: reproduce Directo's degree MMD (swapped in/out degree sequences)")
@@ -31,6 +32,13 @@ func runEval(ctx context.Context, args []string) error {
 	showProgress := fs.Bool("progress", false, "report progress on standard error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *genPath != "" && (*kindName == "moses" || isSMILESPath(*genPath)) {
+		var prog func(stage string, done, total int)
+		if *showProgress {
+			prog = stageBars()
+		}
+		return evalMolecules(ctx, *genPath, *refPath, *trainPath, *filters, *asJSON, prog)
 	}
 	kind, err := metrics.ParseKind(*kindName)
 	switch {
@@ -47,14 +55,7 @@ func runEval(ctx context.Context, args []string) error {
 		if path == "" {
 			return nil, nil
 		}
-		gs, err := graph.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		if len(gs) == 0 {
-			return nil, fmt.Errorf("%s: no graphs", path)
-		}
-		return gs, nil
+		return readGraphs(path)
 	}
 	gen, err := read(*genPath)
 	if err != nil {
@@ -70,18 +71,7 @@ func runEval(ctx context.Context, args []string) error {
 	}
 	opt := metrics.Options{Kind: kind, EMD: *emd, DirectoCompat: *compat, NodeLabels: *labels, IsoTimeout: *isoTimeout}
 	if *showProgress {
-		var mu sync.Mutex
-		bars := map[string]func(done, total int){}
-		opt.Progress = func(stage string, done, total int) {
-			mu.Lock()
-			bar, ok := bars[stage]
-			if !ok {
-				bar = progress.Bar(stderr, stage)
-				bars[stage] = bar
-			}
-			mu.Unlock()
-			bar(done, total)
-		}
+		opt.Progress = stageBars()
 	}
 	start := time.Now()
 	rep, err := metrics.Evaluate(ctx, gen, ref, train, opt)
@@ -101,4 +91,21 @@ func runEval(ctx context.Context, args []string) error {
 	}
 	_, err = fmt.Fprintf(stdout, "evaluated in %.1f s\n", time.Since(start).Seconds())
 	return err
+}
+
+// stageBars returns a progress callback drawing one bar per stage on
+// standard error.
+func stageBars() func(stage string, done, total int) {
+	var mu sync.Mutex
+	bars := map[string]func(done, total int){}
+	return func(stage string, done, total int) {
+		mu.Lock()
+		bar, ok := bars[stage]
+		if !ok {
+			bar = progress.Bar(stderr, stage)
+			bars[stage] = bar
+		}
+		mu.Unlock()
+		bar(done, total)
+	}
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"lgflow/cuda"
@@ -54,20 +56,34 @@ func validityScore(dataset string) func([]*graph.Graph) float64 {
 	}
 }
 
+// flowPreset returns the LG-Flow recipe for a dataset: flow.PresetFor's
+// for the paper's datasets, flow.Preset's for the others ("paper" then
+// means the DiT-T recipe).
+func flowPreset(dataset, size string, latent int) (flow.Config, error) {
+	if slices.Contains(flow.PresetDatasets(), dataset) {
+		return flow.PresetFor(dataset, size, latent)
+	}
+	if size == "paper" {
+		size = "T"
+	}
+	return flow.Preset(size, latent)
+}
+
 func runTrainFlow(ctx context.Context, args []string) error {
-	fs := newFlagSet("train-flow", "lgflow train-flow -vae V -dataset D [-preset cpu|T|S|B] -out DIR [-resume]")
+	fs := newFlagSet("train-flow", "lgflow train-flow -vae V -dataset D [-preset cpu|paper|T|S|B] [-train-split S] -out DIR [-resume]")
 	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors)")
 	name := fs.String("dataset", "", "dataset the LG-VAE was trained on")
-	preset := fs.String("preset", "cpu", "DiT preset: cpu, T, S, B (or tiny)")
+	preset := fs.String("preset", "cpu", "preset: cpu (a small DiT for two cores, sized for the dataset), paper (the reference's DiT, batch and steps for the dataset), or the DiT sizes T, S, B (or tiny)")
 	out := fs.String("out", "", "output directory (flow.safetensors: best; last.safetensors: latest EMA; state.safetensors)")
 	resume := fs.Bool("resume", false, "continue from OUT/state.safetensors")
 	seed := fs.Uint64("seed", 0, "seed")
 	dataSeed := fs.Uint64("data-seed", 0, "seed of the synthetic dataset")
 	dataDir := fs.String("data", "", "data directory (default ../shared/data)")
+	trainSplit := fs.String("train-split", "train", "split to train on (e.g. val for tpu, whose train split is not distributed)")
 	steps := fs.Int("steps", 0, "override: training steps")
 	batch := fs.Int("batch", 0, "override: batch size")
 	lr := fs.Float64("lr", 0, "override: learning rate")
-	timeMean := fs.Float64("time-mean", 0, "location of the logit-normal training-time distribution (0: the reference; > 0 trains more near the data)")
+	timeMean := fs.Float64("time-mean", 0, "override: location of the logit-normal training-time distribution (0: the reference; > 0 trains more near the data; the dataset cpu presets use 1)")
 	valEvery := fs.Int("val-every", -1, "override: steps between validation sampling runs (0: off)")
 	valSamples := fs.Int("val-samples", 0, "override: graphs sampled per validation (more: a steadier best-checkpoint choice)")
 	valSteps := fs.Int("val-steps", 0, "override: integration steps per validation sample")
@@ -89,7 +105,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := flow.Preset(*preset, ae.Cfg.Latent)
+	cfg, err := flowPreset(*name, *preset, ae.Cfg.Latent)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -112,11 +128,15 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	if *valSteps > 0 {
 		cfg.ValSteps = *valSteps
 	}
-	cfg.TimeMean = *timeMean
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "time-mean" {
+			cfg.TimeMean = *timeMean
+		}
+	})
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
-	train, err := loadPrepared(ctx, *name, "train", *dataDir, *dataSeed, 0, ae.Cfg)
+	train, err := loadPrepared(ctx, *name, *trainSplit, *dataDir, *dataSeed, 0, ae.Cfg)
 	if err != nil {
 		return err
 	}
@@ -161,34 +181,58 @@ func selectTraining(device string, tf32 bool) (tensor.Backend, func() string, er
 }
 
 func runSample(ctx context.Context, args []string) error {
-	fs := newFlagSet("sample", "lgflow sample -vae V -flow F -n N [-steps S] [-seed S] [-method euler|heun] [-edge-rule or|and|mean] -o OUT.g6")
+	fs := newFlagSet("sample", "lgflow sample -vae V -flow F -n N [-steps S] [-seed S] [-method euler|heun] [-edge-rule or|and|mean] [-format g6|nodelink|smiles] -o OUT")
 	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors)")
 	flowPath := fs.String("flow", "", "trained LG-Flow (flow.safetensors)")
 	n := fs.Int("n", 256, "number of graphs")
-	steps := fs.Int("steps", 100, "integration steps")
+	steps := fs.Int("steps", 0, "integration steps (default: flow.Sample's)")
 	seed := fs.Uint64("seed", 0, "seed")
 	batch := fs.Int("batch", 256, "graphs integrated together")
-	method := fs.String("method", "euler", "integrator: euler or heun")
-	edgeRule := fs.String("edge-rule", "or", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one")
-	out := fs.String("o", "-", "output graph6/digraph6 file (\"-\": standard output)")
+	method := fs.String("method", "", "integrator: euler or heun (default: flow.Sample's)")
+	edgeRule := fs.String("edge-rule", "", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one (default: flow.Sample's)")
+	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
+	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
+	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
 	device := fs.String("device", "cpu", "where the denoiser runs: cpu or cuda (the LG-VAE decodes on the CPU)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	backend, err := cuda.Select(*device)
 	if err != nil {
 		return err
 	}
-	rule, err := vae.ParseEdgeRule(*edgeRule)
+	if *vaePath == "" || *flowPath == "" {
+		return usagef("need -vae and -flow")
+	}
+	fmtName, err := sampleFormat(*format, *out)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	if *vaePath == "" || *flowPath == "" {
-		return usagef("need -vae and -flow")
+	opts := []flow.SampleOption{flow.WithSeed(*seed), flow.WithBatchSize(*batch), flow.WithProgress(progress.Bar(stderr, "sampling"))}
+	if set["steps"] {
+		opts = append(opts, flow.WithSteps(*steps))
+	}
+	if set["method"] {
+		opts = append(opts, flow.WithMethod(flow.Method(*method)))
+	}
+	if set["edge-rule"] {
+		rule, err := vae.ParseEdgeRule(*edgeRule)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		opts = append(opts, flow.WithEdgeRule(rule))
 	}
 	ae, err := vae.Load(*vaePath)
 	if err != nil {
 		return err
+	}
+	var enc *mol.Encoding
+	if fmtName == formatSMILES {
+		if enc, err = molEncoding(*molName, ae.Cfg); err != nil {
+			return err
+		}
 	}
 	m, err := flow.Load(*flowPath, ae)
 	if err != nil {
@@ -197,13 +241,9 @@ func runSample(ctx context.Context, args []string) error {
 	if err := m.ToBackend(backend); err != nil {
 		return err
 	}
-	gs, err := flow.Sample(ctx, m, *n, flow.WithSeed(*seed), flow.WithSteps(*steps), flow.WithBatchSize(*batch),
-		flow.WithMethod(flow.Method(*method)), flow.WithEdgeRule(rule), flow.WithProgress(progress.Bar(stderr, "sampling")))
+	gs, err := flow.Sample(ctx, m, *n, opts...)
 	if err != nil {
 		return err
 	}
-	if *out == "-" {
-		return graph.WriteGraphs(stdout, gs)
-	}
-	return graph.WriteFile(*out, gs)
+	return writeSamples(*out, gs, fmtName, enc)
 }

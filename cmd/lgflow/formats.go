@@ -1,0 +1,235 @@
+package main
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"lgflow/graph"
+	"lgflow/graph/datasets"
+	"lgflow/graph/mol"
+	"lgflow/graph/mol/moses"
+	"lgflow/vae"
+)
+
+// Sample output formats of "lgflow sample -format".
+const (
+	formatG6       = "g6"       // graph6 / digraph6 lines, no labels
+	formatNodeLink = "nodelink" // networkx node-link JSON Lines, labels kept
+	formatSMILES   = "smiles"   // one SMILES per line, "None" when invalid
+)
+
+// isSMILESPath reports whether a file name says SMILES: .smi, .smiles or
+// .csv, optionally followed by .gz.
+func isSMILESPath(path string) bool {
+	p := strings.TrimSuffix(strings.ToLower(path), ".gz")
+	return strings.HasSuffix(p, ".smi") || strings.HasSuffix(p, ".smiles") || strings.HasSuffix(p, ".csv")
+}
+
+// sampleFormat resolves -format: the named format, or the one the output
+// name implies (g6 when it implies none).
+func sampleFormat(format, out string) (string, error) {
+	switch format {
+	case formatG6, formatNodeLink, formatSMILES:
+		return format, nil
+	case "":
+		switch {
+		case graph.IsNodeLinkPath(out):
+			return formatNodeLink, nil
+		case isSMILESPath(out):
+			return formatSMILES, nil
+		}
+		return formatG6, nil
+	}
+	return "", fmt.Errorf("unknown format %q (want g6, nodelink or smiles)", format)
+}
+
+// molEncoding returns the molecule encoding named name, checking that an
+// LG-VAE with configuration cfg decodes its atom and bond types.
+func molEncoding(name string, cfg vae.Config) (*mol.Encoding, error) {
+	var enc *mol.Encoding
+	switch name {
+	case "moses":
+		enc = mol.MOSES
+	case "guacamol":
+		enc = mol.GuacaMol
+	default:
+		return nil, usagef("unknown molecule encoding %q (want moses or guacamol)", name)
+	}
+	if cfg.Directed || cfg.NodeClasses != enc.NumAtomTypes() || cfg.EdgeClasses != enc.NumBondTypes()-1 {
+		return nil, fmt.Errorf("the LG-VAE decodes %d node and %d edge classes (directed %v), not the %d atom and %d bond types of the %s encoding: it was not trained on molecules",
+			cfg.NodeClasses, cfg.EdgeClasses, cfg.Directed, enc.NumAtomTypes(), enc.NumBondTypes()-1, enc.Name)
+	}
+	return enc, nil
+}
+
+// writeSamples writes gs in the format to path ("-": standard output),
+// atomically, gzip-compressed when the name ends in .gz. For SMILES every
+// graph becomes its molecule's canonical SMILES (largest fragment,
+// sanitised), or "None" when it is no valid molecule.
+func writeSamples(path string, gs []*graph.Graph, format string, enc *mol.Encoding) error {
+	write := func(w io.Writer) error {
+		switch format {
+		case formatNodeLink:
+			return graph.WriteNodeLinks(w, gs)
+		case formatSMILES:
+			var b strings.Builder
+			for _, g := range gs {
+				s, err := enc.DecodeDatasetGraph(g)
+				if err != nil {
+					s = "None"
+				}
+				b.WriteString(s)
+				b.WriteByte('\n')
+			}
+			_, err := io.WriteString(w, b.String())
+			return err
+		}
+		return graph.WriteGraphs(w, gs)
+	}
+	if path == "-" {
+		return write(stdout)
+	}
+	return graph.WriteFileAtomic(path, func(w io.Writer) error {
+		if !strings.HasSuffix(path, ".gz") {
+			return write(w)
+		}
+		zw := gzip.NewWriter(w)
+		if err := write(zw); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
+}
+
+// readGraphs reads a file of graphs: node-link JSON (.json, .jsonl,
+// .ndjson, labels kept) or graph6 / digraph6 / sparse6 lines, optionally
+// gzip-compressed. An empty file is an error.
+func readGraphs(path string) ([]*graph.Graph, error) {
+	gs, err := graph.ReadAnyFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(gs) == 0 {
+		return nil, fmt.Errorf("%s: no graphs", path)
+	}
+	return gs, nil
+}
+
+// molReport is the JSON form of the MOSES metrics: rates as fractions,
+// null where not computed.
+type molReport struct {
+	N       int                 `json:"n"`
+	NValid  int                 `json:"n_valid"`
+	Valid   float64             `json:"valid"`
+	Unique  map[string]*float64 `json:"unique"`
+	Novelty *float64            `json:"novelty"`
+	Filters *float64            `json:"filters"`
+	SNN     *float64            `json:"snn"`
+	Scaf    *float64            `json:"scaf"`
+}
+
+func orNull(v float64) *float64 {
+	if math.IsNaN(v) {
+		return nil
+	}
+	return &v
+}
+
+// evalMolecules computes the MOSES metrics of generated SMILES: validity,
+// unique@1000, unique@10000 and uniqueness, novelty against the training
+// SMILES, the MOSES filters (from filtersDir: mcf.csv and wehi_pains.csv;
+// "" looks in the data directory's moses/ folder), and SNN and scaffold
+// similarity against the reference SMILES. Empty paths skip the metrics
+// that need them.
+func evalMolecules(ctx context.Context, genPath, refPath, trainPath, filtersDir string, asJSON bool, progress func(stage string, done, total int)) error {
+	gen, err := readSMILESFile(genPath)
+	if err != nil {
+		return err
+	}
+	if len(gen) == 0 {
+		return fmt.Errorf("%s: no SMILES", genPath)
+	}
+	opt := moses.Options{UniqueK: []int{0, 1000, 10000}, Progress: progress}
+	if trainPath != "" {
+		if opt.Train, err = readSMILESFile(trainPath); err != nil {
+			return err
+		}
+	}
+	if refPath != "" {
+		if opt.Ref, err = readSMILESFile(refPath); err != nil {
+			return err
+		}
+	}
+	if filtersDir == "" {
+		if dir, err := datasets.DataDir(); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, mol.MOSESDir, "mcf.csv")); err == nil {
+				filtersDir = filepath.Join(dir, mol.MOSESDir)
+			}
+		}
+	}
+	if filtersDir != "" {
+		if opt.Filters, err = moses.LoadFilters(filtersDir); err != nil {
+			return err
+		}
+	}
+	r, err := moses.Evaluate(ctx, gen, opt)
+	if err != nil {
+		return err
+	}
+	rep := molReport{N: r.N, NValid: r.NValid, Valid: r.Valid, Unique: map[string]*float64{},
+		Novelty: orNull(r.Novelty), Filters: orNull(r.Filters), SNN: orNull(r.SNN), Scaf: orNull(r.Scaf)}
+	ks := make([]int, 0, len(r.Unique))
+	for k, v := range r.Unique {
+		name := "all"
+		if k > 0 {
+			name = fmt.Sprint(k)
+		}
+		rep.Unique[name] = orNull(v)
+		ks = append(ks, k)
+	}
+	if asJSON {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	sort.Ints(ks)
+	fmt.Fprintf(stdout, "molecules: %d generated, %d valid (MOSES metrics; rates in %%)\n", r.N, r.NValid)
+	fmt.Fprintf(stdout, "%-14s %8.1f\n", "valid", 100*r.Valid)
+	for _, k := range ks {
+		name := "unique"
+		if k > 0 {
+			name = fmt.Sprintf("unique@%d", k)
+		}
+		fmt.Fprintf(stdout, "%-14s %8s\n", name, pctOrNA(r.Unique[k]))
+	}
+	for _, m := range []struct {
+		name string
+		v    float64
+		pct  bool
+	}{{"novel", r.Novelty, true}, {"filters", r.Filters, true}, {"snn", r.SNN, false}, {"scaf", r.Scaf, true}} {
+		s := pctOrNA(m.v)
+		if !m.pct && !math.IsNaN(m.v) {
+			s = fmt.Sprintf("%.3f", m.v)
+		}
+		fmt.Fprintf(stdout, "%-14s %8s\n", m.name, s)
+	}
+	return nil
+}
+
+func pctOrNA(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f", 100*v)
+}
