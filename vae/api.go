@@ -145,7 +145,10 @@ func (m *Model) DecodeGraphs(ctx context.Context, latents []*tensor.Tensor, opts
 }
 
 // DecodePadded decodes padded latents z (B, N, Latent) of graphs with the
-// given node counts into graphs.
+// given node counts into graphs. It decodes a few graphs at a time (as many
+// as keep the decoder's intermediates near 8 MB each), releasing each
+// group's buffers before the next and checking ctx between groups; the
+// graphs are the same as decoding all at once.
 func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int, opts ...DecodeOption) ([]*graph.Graph, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -162,10 +165,38 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int,
 			return nil, fmt.Errorf("vae: graph %d has %d nodes, more than the padded width %d", i, s, z.Dim(1))
 		}
 	}
-	tp := autograd.NoGrad()
-	defer tp.Release()
-	dec := m.DecodeDense(tp, autograd.NewConst(z.To(m.DType())), sizes)
-	return m.graphs(dec, o.rule), nil
+	z = z.To(m.DType())
+	group := decodeGroup(m.Cfg, z.Dim(1))
+	out := make([]*graph.Graph, 0, len(sizes))
+	for lo := 0; lo < len(sizes); lo += group {
+		if lo > 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		hi := min(lo+group, len(sizes))
+		tp := autograd.NoGrad()
+		dec := m.DecodeDense(tp, autograd.NewConst(z.Slice(0, lo, hi)), sizes[lo:hi])
+		out = append(out, m.graphs(dec, o.rule)...)
+		tp.Release()
+	}
+	return out, nil
+}
+
+// decodeElems bounds the elements of the decoder's largest intermediates,
+// the (B, C, N, N, DeepSet) tensors of the row-wise DeepSet, that
+// DecodePadded keeps at once: it decodes a few graphs at a time on a tape it
+// releases after each group, so a batch of 256 planar graphs (C = 2, N = 64,
+// DeepSet 16) needs about 35 MB instead of over 500. A graph's decoded edges do
+// not depend on the graphs decoded with it, so the result is the same bit
+// for bit.
+const decodeElems = 1 << 21
+
+// decodeGroup returns how many graphs of padded width n DecodePadded
+// decodes at once with configuration cfg (at least one).
+func decodeGroup(cfg Config, n int) int {
+	per := (cfg.EdgeClasses + 1) * n * n * max(cfg.DeepSet, 1)
+	return max(1, decodeElems/max(per, 1))
 }
 
 // checkDims compares the tensor shapes implied by cfg with the file before
