@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -51,6 +52,8 @@ func TextHooks(w io.Writer) Hooks {
 	bars := map[string]*textBar{}
 	// ends a training line before anything else prints
 	pending := false
+	var vaeLine, flowLine trainLog
+	lastScore := math.NaN()
 	endLine := func() {
 		if pending {
 			io.WriteString(w, "\n")
@@ -82,7 +85,7 @@ func TextHooks(w io.Writer) Hooks {
 			defer mu.Unlock()
 			line := fmt.Sprintf("LG-VAE step %d/%d loss %.4f best val sample acc %.3f, %.1f steps/s, eta %s",
 				p.Step, p.Steps, p.Loss, max(p.BestSample, 0), p.StepsPerSecond, p.ETA.Round(time.Second))
-			trainLine(w, line, tty, &pending)
+			vaeLine.print(w, line, tty, &pending, p.Val != nil || p.Step == p.Steps)
 		},
 		Flow: func(p flow.Progress) {
 			mu.Lock()
@@ -91,19 +94,31 @@ func TextHooks(w io.Writer) Hooks {
 			if p.Score == p.Score { // not NaN
 				line += fmt.Sprintf(", val score %.3f (best %.3f)", p.Score, p.BestScore)
 			}
-			trainLine(w, line, tty, &pending)
+			newScore := p.Score != lastScore && !(math.IsNaN(p.Score) && math.IsNaN(lastScore))
+			flowLine.print(w, line, tty, &pending, newScore || p.Step == p.Steps)
+			lastScore = p.Score
 		},
 	}
 }
 
-// trainLine prints a training progress line: redrawn in place on a
-// terminal, one line each elsewhere.
-func trainLine(w io.Writer, line string, tty bool, pending *bool) {
+// trainLog prints training progress lines: redrawn in place on a
+// terminal; elsewhere (a log file) one line every logEvery, and whenever
+// the line reports something new.
+type trainLog struct{ last time.Time }
+
+// logEvery is the interval between training lines in a log file.
+const logEvery = 30 * time.Second
+
+func (l *trainLog) print(w io.Writer, line string, tty bool, pending *bool, news bool) {
 	if tty {
 		io.WriteString(w, "\r"+line+"   ")
 		*pending = true
 		return
 	}
+	if !news && time.Since(l.last) < logEvery {
+		return
+	}
+	l.last = time.Now()
 	io.WriteString(w, line+"\n")
 }
 
