@@ -34,9 +34,15 @@ func sparse6K(n int) int {
 // edge list; a trailing newline and a leading ">>sparse6<<" header are
 // allowed) into an undirected graph. Self-loops and repeated edges, which
 // sparse6 can express but Graph cannot hold, are errors naming the byte
-// where they are encoded, as are bytes outside '?'..'~'. Incremental
-// sparse6 (';') is not supported.
+// where they are encoded, as are bytes outside '?'..'~'. Since a few bytes
+// of sparse6 can declare any number of nodes, more than DefaultMaxNodes is
+// an error too. Incremental sparse6 (';') is not supported.
 func ParseSparse6(line string) (*Graph, error) {
+	return parseSparse6(line, DefaultMaxNodes)
+}
+
+// parseSparse6 is ParseSparse6 with a node limit.
+func parseSparse6(line string, maxNodes int) (*Graph, error) {
 	s := strings.TrimPrefix(strings.TrimRight(line, "\r\n"), sparse6Header)
 	switch {
 	case len(s) > 0 && s[0] == ';':
@@ -50,6 +56,9 @@ func ParseSparse6(line string) (*Graph, error) {
 	n, used, err := parseN(s[1:])
 	if err != nil {
 		return nil, fmt.Errorf("sparse6: %w", err)
+	}
+	if n > maxNodes {
+		return nil, fmt.Errorf("sparse6: %d nodes is more than the limit of %d", n, maxNodes)
 	}
 	start := 1 + used
 	data := s[start:]

@@ -49,6 +49,24 @@ type tpuRecord struct {
 	Dst      []int `json:"dst"`
 }
 
+// exactRecord decodes a TPU Tile line matching keys exactly, as Python
+// does (encoding/json alone would also take "srC" for "src").
+func exactRecord(line []byte) (tpuRecord, error) {
+	var r tpuRecord
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(line, &obj); err != nil {
+		return r, err
+	}
+	for key, dst := range map[string]any{"num_nodes": &r.NumNodes, "node_type": &r.NodeType, "src": &r.Src, "dst": &r.Dst} {
+		if raw, ok := obj[key]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return r, fmt.Errorf("%s: %w", key, err)
+			}
+		}
+	}
+	return r, nil
+}
+
 var tpuSeeds = []string{
 	`{"num_nodes":2,"node_type":[1,2],"src":[0],"dst":[1],"y":1.5}`,
 	`{"num_nodes":4,"node_type":[18,45,29,0],"src":[0,0,1,2],"dst":[1,2,3,3],"y":2.08}` + "\n" + `{"num_nodes":2,"node_type":[10,29],"src":[0],"dst":[1],"y":1.37}` + "\n",
@@ -88,9 +106,9 @@ func FuzzReadTPUTile(f *testing.F) {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			var r tpuRecord
-			if err := json.Unmarshal(line, &r); err != nil {
-				t.Fatalf("accepted line %q is not JSON: %v", line, err)
+			r, err := exactRecord(line)
+			if err != nil {
+				t.Fatalf("accepted line %q: %v", line, err)
 			}
 			recs = append(recs, r)
 		}

@@ -201,7 +201,7 @@ func (m *Mol) kekulize() error {
 			local[a] = -1
 		}
 		m.kekAtoms = append(m.kekAtoms, cs...)
-		match := maxMatching(g)
+		match := coverMatching(g, func(k int) bool { return m.Atoms[cs[k]].Element == 0 })
 		var unmatched []int
 		for k, mk := range match {
 			if mk < 0 && m.Atoms[cs[k]].Element != 0 {
@@ -249,6 +249,61 @@ func (m *Mol) kekulize() error {
 		m.Atoms[i].implicitHs, _ = m.calcImplicitValence(i, false)
 	}
 	return nil
+}
+
+// coverMatching returns a matching of g (adjacency lists over 0..n-1;
+// match[v] is v's partner or -1) that covers every vertex for which
+// optional is false, if one exists, and otherwise a maximum matching of
+// the gadget below restricted to g. Optional vertices (dummy atoms, which
+// may or may not take a double bond) are covered only where that helps: a
+// plain maximum matching of g can cover an optional vertex at the expense
+// of a required one (the 5-ring *1cccc1 has maximum matchings leaving
+// a c bare), and which one it picks depends on the atom order.
+//
+// The gadget adds q new vertices forming a clique, each adjacent to every
+// optional vertex, with q the number of optional vertices rounded up to
+// the parity of n; g has a matching covering its required vertices
+// exactly when the gadget graph has a perfect matching (the optional
+// vertices left bare pair off with new vertices, the other new vertices
+// with each other).
+func coverMatching(g [][]int, optional func(v int) bool) []int {
+	n := len(g)
+	var opt []int
+	for v := range n {
+		if optional(v) {
+			opt = append(opt, v)
+		}
+	}
+	if len(opt) == 0 {
+		return maxMatching(g)
+	}
+	q := len(opt)
+	if (q-n)%2 != 0 {
+		q++
+	}
+	x := make([][]int, n+q)
+	for v := range n {
+		x[v] = slices.Clone(g[v])
+	}
+	for i := range q {
+		e := n + i
+		for _, v := range opt {
+			x[v] = append(x[v], e)
+			x[e] = append(x[e], v)
+		}
+		for j := range q {
+			if j != i {
+				x[e] = append(x[e], n+j)
+			}
+		}
+	}
+	match := maxMatching(x)[:n]
+	for v, w := range match {
+		if w >= n {
+			match[v] = -1
+		}
+	}
+	return match
 }
 
 // maxMatching returns a maximum matching of the undirected graph g

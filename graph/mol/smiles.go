@@ -477,9 +477,16 @@ func (p *parser) atom() (Atom, error) {
 	if i < len(body) && body[i] == 'H' {
 		i++
 		a.ExplicitHs = 1
-		if i < len(body) && isDigit(body[i]) {
-			a.ExplicitHs = int(body[i] - '0')
-			i++
+		// Several digits, as RDKit reads (and writes, for [FeH10]).
+		if k := i; i < len(body) && isDigit(body[i]) {
+			a.ExplicitHs = 0
+			for i < len(body) && isDigit(body[i]) {
+				a.ExplicitHs = a.ExplicitHs*10 + int(body[i]-'0')
+				i++
+				if i-k > 3 {
+					return Atom{}, p.errf(base+k, "hydrogen count has more than 3 digits")
+				}
+			}
 		}
 	}
 	// charge
@@ -516,6 +523,9 @@ func (p *parser) atom() (Atom, error) {
 		for i < len(body) && isDigit(body[i]) {
 			a.Class = a.Class*10 + int(body[i]-'0')
 			i++
+			if i-k > 9 {
+				return Atom{}, p.errf(base+k, "atom class has more than 9 digits")
+			}
 		}
 		if k == i {
 			return Atom{}, p.errf(base+i, "atom class ':' needs a number")

@@ -82,6 +82,7 @@ const (
 	bondAromatic
 	bondAny
 	bondRing
+	bondQuadruple
 )
 
 type bondExpr struct {
@@ -168,6 +169,8 @@ func (ps *parser) bondUnary() (*bondExpr, error) {
 		p = bondDouble
 	case '#':
 		p = bondTriple
+	case '$':
+		p = bondQuadruple
 	case ':':
 		p = bondAromatic
 	case '~':
@@ -193,9 +196,9 @@ func (ps *parser) bracket() (*atomExpr, error) {
 		if rest == "" || rest[0] == '+' || rest[0] == '-' || rest[0] == ':' {
 			e := &atomExpr{op: aPrim, prim: primAtomicNum, val: 1}
 			if i > 0 {
-				iso := 0
-				for _, c := range s[:i] {
-					iso = iso*10 + int(c-'0')
+				iso := ps.number(0)
+				if ps.numErr != nil {
+					return nil, ps.numErr
 				}
 				e = &atomExpr{op: aAnd, kids: []*atomExpr{e, {op: aPrim, prim: primIsotope, val: iso}}}
 			}
@@ -274,15 +277,28 @@ func (ps *parser) atomAnd() (*atomExpr, error) {
 	return e, nil
 }
 
+// maxNumber bounds the numbers of atom primitives (isotopes, counts,
+// atom maps): larger ones are syntax errors rather than silently
+// overflowing.
+const maxNumber = 9999
+
+// number reads the decimal number at ps.pos, or returns def if there is
+// none. A number above maxNumber records an error in ps.numErr, which the
+// caller reports.
 func (ps *parser) number(def int) int {
 	s := ps.src
 	if ps.pos >= len(s) || !isDigit(s[ps.pos]) {
 		return def
 	}
-	n := 0
+	start, n := ps.pos, 0
 	for ps.pos < len(s) && isDigit(s[ps.pos]) {
-		n = n*10 + int(s[ps.pos]-'0')
+		if n <= maxNumber {
+			n = n*10 + int(s[ps.pos]-'0')
+		}
 		ps.pos++
+	}
+	if n > maxNumber && ps.numErr == nil {
+		ps.numErr = ps.errf(start, "number %s is larger than %d", s[start:ps.pos], maxNumber)
 	}
 	return n
 }
@@ -297,6 +313,13 @@ func (ps *parser) atomUnary() (*atomExpr, error) {
 	start := ps.pos
 	c := s[ps.pos]
 	prim := func(p atomPrim, v int) (*atomExpr, error) {
+		if err := ps.numErr; err != nil {
+			ps.numErr = nil
+			return nil, err
+		}
+		if p == primAtomicNum && v > mol.MaxAtomicNumber {
+			return nil, ps.errf(start, "atomic number %d is larger than %d", v, mol.MaxAtomicNumber)
+		}
 		return &atomExpr{op: aPrim, prim: p, val: v}, nil
 	}
 	switch {

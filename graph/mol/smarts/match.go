@@ -304,6 +304,8 @@ func (e *bondExpr) match(t *Target, b int) bool {
 		return bd.Order == mol.Double
 	case bondTriple:
 		return bd.Order == mol.Triple
+	case bondQuadruple:
+		return bd.Order == mol.Quadruple
 	case bondAromatic:
 		return bd.Order == mol.Aromatic
 	case bondAny:

@@ -9,7 +9,7 @@
 // v<n> (total valence), R<n> (number of rings), r<n> (smallest ring size),
 // x<n> (ring bonds), charges, chirality (ignored), atom maps, recursive
 // $(...), the logic operators ! & , ; and implicit and; bonds - = # : ~ @
-// / \ with the same operators; branches, ring closures (including %nn) and
+// / \ and RDKit's $ (quadruple, outside brackets) with the same operators; branches, ring closures (including %nn) and
 // '.'-separated components. Unspecified bonds match single or aromatic
 // bonds. [H] and [2H] mean a hydrogen atom.
 package smarts
@@ -89,6 +89,7 @@ type parser struct {
 	src       string
 	pos       int
 	recursive bool
+	numErr    error // a number too large, reported by atomUnary
 }
 
 func (ps *parser) errf(pos int, format string, args ...any) error {
@@ -157,6 +158,14 @@ func (ps *parser) pattern() (*Pattern, error) {
 			}
 			if r, ok := rings[num]; ok {
 				delete(rings, num)
+				if r.atom == prev {
+					return nil, ps.errf(start, "ring bond %d closes on the atom that opened it", num)
+				}
+				for _, b := range p.bonds {
+					if (b.a == r.atom && b.b == prev) || (b.a == prev && b.b == r.atom) {
+						return nil, ps.errf(start, "ring bond %d duplicates a bond between atoms %d and %d", num, r.atom, prev)
+					}
+				}
 				be := pend
 				if be == nil {
 					be = r.bond
@@ -195,8 +204,14 @@ func (ps *parser) pattern() (*Pattern, error) {
 	if len(stack) > 0 {
 		return nil, ps.errf(len(s), "unclosed branch")
 	}
-	for num, r := range rings {
-		return nil, ps.errf(r.pos, "unclosed ring %d", num)
+	if len(rings) > 0 {
+		first := -1
+		for num, r := range rings { // report the leftmost, whatever the map order
+			if first < 0 || r.pos < rings[first].pos {
+				first = num
+			}
+		}
+		return nil, ps.errf(rings[first].pos, "unclosed ring %d", first)
 	}
 	if len(p.atoms) == 0 {
 		return nil, ps.errf(0, "pattern has no atoms")
@@ -315,7 +330,7 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 func isBondChar(c byte) bool {
 	switch c {
-	case '-', '=', '#', ':', '~', '@', '/', '\\', '!', '&', ';', ',':
+	case '-', '=', '#', '$', ':', '~', '@', '/', '\\', '!', '&', ';', ',':
 		return true
 	}
 	return false
