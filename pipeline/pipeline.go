@@ -227,7 +227,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	acc, err := vae.Reconstruct(ctx, ae, testSet, 64)
+	acc, err := vae.Reconstruct(ctx, ae, testSet, reconBatch(splits.Test))
 	if err != nil {
 		return nil, err
 	}
@@ -352,6 +352,17 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 		}
 	}
 	return vaePath, flowPath, nil
+}
+
+// reconBatch is the batch for reconstructing gs: 64 graphs of 64 nodes,
+// and as many node pairs for larger graphs (the decoder's activations
+// grow with the square of the node count), at least one graph.
+func reconBatch(gs []*graph.Graph) int {
+	n := 1
+	for _, g := range gs {
+		n = max(n, g.N())
+	}
+	return max(1, 64*64*64/(n*n))
 }
 
 // hardware describes the machine for reports.

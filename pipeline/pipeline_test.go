@@ -369,3 +369,11 @@ func TestRunCancelled(t *testing.T) {
 		t.Errorf("error %v, want context.Canceled", err)
 	}
 }
+
+func TestReconBatch(t *testing.T) {
+	for _, c := range []struct{ n, want int }{{8, 4096}, {64, 64}, {128, 16}, {256, 4}, {512, 1}, {1000, 1}} {
+		if got := reconBatch([]*graph.Graph{graph.New(3), graph.New(c.n)}); got != c.want {
+			t.Errorf("n %d: batch %d, want %d", c.n, got, c.want)
+		}
+	}
+}
