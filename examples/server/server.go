@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"lgflow/flow"
+	"lgflow/graph"
+	"lgflow/graph/mol"
+	"lgflow/graph/render"
+)
+
+// Output formats of POST /sample.
+const (
+	formatGraph6 = "graph6" // one graph6 (digraph6 for DAGs) line per graph
+	formatJSON   = "json"   // {"model", "seed", "steps", "graphs": [node-link objects]}
+	formatSMILES = "smiles" // one canonical SMILES per line, "None" where a graph is no valid molecule
+	formatSVG    = "svg"    // a grid drawing of the graphs
+)
+
+var formats = []string{formatGraph6, formatJSON, formatSMILES, formatSVG}
+
+// model is a named pair of shipped models the server samples from.
+type model struct {
+	name string
+	flow *flow.Model
+	// mol is the molecule encoding the LG-VAE's node and edge classes
+	// match (nil for plain graphs): it turns sampled graphs into SMILES.
+	mol *mol.Encoding
+}
+
+// newModel names m and finds its molecule encoding, if any: an LG-VAE
+// with an encoding's atom types as node classes and its bond types as edge
+// classes samples molecules of that encoding.
+func newModel(name string, m *flow.Model) *model {
+	md := &model{name: name, flow: m}
+	c := m.VAE.Cfg
+	for _, e := range []*mol.Encoding{mol.MOSES, mol.GuacaMol} {
+		if !c.Directed && c.NodeClasses == e.NumAtomTypes() && c.EdgeClasses+1 == e.NumBondTypes() {
+			md.mol = e
+			break
+		}
+	}
+	return md
+}
+
+// limits are what the server accepts and how much work it takes on.
+type limits struct {
+	// MaxN is the most graphs one request may ask for.
+	MaxN int
+	// MaxSteps is the most integration steps one request may ask for.
+	MaxSteps int
+	// MaxBody is the largest request body in bytes.
+	MaxBody int64
+	// Slots is the number of sampling calls that run at once.
+	Slots int
+	// MaxQueue is the number of requests that may wait for a slot; more
+	// are turned away at once with 503.
+	MaxQueue int
+	// QueueWait is how long a request waits for a slot before 503.
+	QueueWait time.Duration
+	// BodyTimeout bounds the time to read a request body.
+	BodyTimeout time.Duration
+}
+
+// defaultLimits suit the shipped cpu-preset models on a small machine.
+func defaultLimits(slots int) limits {
+	return limits{MaxN: 256, MaxSteps: 1000, MaxBody: 1 << 14, Slots: max(slots, 1), MaxQueue: 64,
+		QueueWait: 30 * time.Second, BodyTimeout: 10 * time.Second}
+}
+
+// server is the sampling service. Its handler is safe for concurrent use.
+type server struct {
+	lim       limits
+	models    map[string]*model
+	byDefault string
+	sem       chan struct{} // one token per running sampling call
+	log       *slog.Logger
+
+	waiting  atomic.Int64 // requests waiting for a slot
+	running  atomic.Int64 // sampling calls in progress
+	draining atomic.Bool  // shutting down: /healthz reports 503
+
+	// onDone, when set, is called after each sampling call returns, with
+	// its error (tests watch cancellation through it).
+	onDone func(err error)
+}
+
+// newServer returns a server for the models; byDefault names the one a
+// request without "model" gets. log may be nil (no access log).
+func newServer(models []*model, byDefault string, lim limits, log *slog.Logger) (*server, error) {
+	if len(models) == 0 {
+		return nil, errors.New("no models to serve")
+	}
+	if lim.MaxN <= 0 || lim.MaxSteps <= 0 || lim.MaxBody <= 0 || lim.Slots <= 0 || lim.MaxQueue < 0 || lim.QueueWait < 0 {
+		return nil, fmt.Errorf("invalid limits %+v", lim)
+	}
+	s := &server{lim: lim, models: map[string]*model{}, byDefault: byDefault, sem: make(chan struct{}, lim.Slots), log: log}
+	for _, m := range models {
+		if _, dup := s.models[m.name]; dup {
+			return nil, fmt.Errorf("model %q given twice", m.name)
+		}
+		s.models[m.name] = m
+	}
+	if _, ok := s.models[byDefault]; !ok {
+		return nil, fmt.Errorf("default model %q is not among the models", byDefault)
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s, nil
+}
+
+// handler routes POST /sample and GET /healthz.
+func (s *server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /sample", s.sample)
+	mux.HandleFunc("GET /healthz", s.healthz)
+	return mux
+}
+
+// request is the JSON body of POST /sample.
+type request struct {
+	// Model names the model (default: the server's default model).
+	Model string `json:"model"`
+	// N is the number of graphs (default 1).
+	N *int `json:"n"`
+	// Seed makes the sample reproducible (default 0).
+	Seed uint64 `json:"seed"`
+	// Steps is the number of integration steps (default 100, or MaxSteps
+	// if that is smaller).
+	Steps *int `json:"steps"`
+	// Format is graph6 (default), json, smiles or svg.
+	Format string `json:"format"`
+}
+
+// job is a validated request.
+type job struct {
+	model  *model
+	n      int
+	seed   uint64
+	steps  int
+	format string
+}
+
+// httpError is an error with the status it is answered with.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// parse validates a request body.
+func (s *server) parse(body []byte) (job, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return job{}, badRequest(`empty body: send a JSON object such as {"n": 4, "seed": 1}`)
+	}
+	var req request
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return job{}, badRequest("invalid JSON body: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return job{}, badRequest("invalid JSON body: data after the request object")
+	}
+	j := job{n: 1, seed: req.Seed, steps: min(100, s.lim.MaxSteps), format: formatGraph6}
+	name := req.Model
+	if name == "" {
+		name = s.byDefault
+	}
+	var ok bool
+	if j.model, ok = s.models[name]; !ok {
+		return job{}, badRequest("unknown model %q (have %v)", name, s.modelNames())
+	}
+	if req.N != nil {
+		j.n = *req.N
+	}
+	if j.n < 1 || j.n > s.lim.MaxN {
+		return job{}, badRequest("n must be between 1 and %d, got %d", s.lim.MaxN, j.n)
+	}
+	if req.Steps != nil {
+		j.steps = *req.Steps
+	}
+	if j.steps < 1 || j.steps > s.lim.MaxSteps {
+		return job{}, badRequest("steps must be between 1 and %d, got %d", s.lim.MaxSteps, j.steps)
+	}
+	if req.Format != "" {
+		j.format = req.Format
+	}
+	switch j.format {
+	case formatGraph6, formatJSON, formatSVG:
+	case formatSMILES:
+		if j.model.mol == nil {
+			return job{}, badRequest("format smiles needs a molecule model; %q samples plain graphs", name)
+		}
+	default:
+		return job{}, badRequest("unknown format %q (want one of %v)", j.format, formats)
+	}
+	return j, nil
+}
+
+func (s *server) modelNames() []string {
+	names := make([]string, 0, len(s.models))
+	for n := range s.models {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// sample serves POST /sample.
+func (s *server) sample(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	j, out, err := s.serveSample(w, r)
+	status := http.StatusOK
+	if err != nil {
+		status = http.StatusInternalServerError
+		var he *httpError
+		if errors.As(err, &he) {
+			status = he.status
+		}
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", strconv.Itoa(s.retryAfter()))
+		}
+		if r.Context().Err() != nil {
+			// The client hung up: there is nobody to answer.
+			s.log.Info("sample", "status", "client gone", "n", j.n, "seconds", time.Since(start).Seconds())
+			return
+		}
+		writeJSON(w, status, map[string]string{"error": err.Error()})
+	} else {
+		w.Header().Set("Content-Type", contentType(j.format))
+		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(out)
+	}
+	model := ""
+	if j.model != nil {
+		model = j.model.name
+	}
+	s.log.Info("sample", "status", status, "model", model, "n", j.n, "steps", j.steps, "format", j.format,
+		"seconds", time.Since(start).Seconds(), "error", err)
+}
+
+// serveSample reads and validates the request, waits for a slot, samples
+// and encodes the graphs.
+func (s *server) serveSample(w http.ResponseWriter, r *http.Request) (job, []byte, error) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return job{}, nil, err
+	}
+	j, err := s.parse(body)
+	if err != nil {
+		return j, nil, err
+	}
+	release, err := s.acquire(r.Context())
+	if err != nil {
+		return j, nil, err
+	}
+	defer release()
+	out, err := s.run(r.Context(), j)
+	return j, out, err
+}
+
+// readBody reads the request body within the size and time limits.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	if s.lim.BodyTimeout > 0 {
+		// Not http.Server.ReadTimeout: its deadline would end a long
+		// sampling call by cancelling the request's context.
+		rc.SetReadDeadline(time.Now().Add(s.lim.BodyTimeout))
+		defer rc.SetReadDeadline(time.Time{})
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.lim.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", s.lim.MaxBody)}
+		}
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+// acquire waits for a sampling slot for at most QueueWait and returns the
+// function that gives it back, or a 503 error when none freed up in time
+// or too many requests are waiting already.
+func (s *server) acquire(ctx context.Context) (func(), error) {
+	release := func() { <-s.sem }
+	select {
+	case s.sem <- struct{}{}:
+		return release, nil
+	default:
+	}
+	if s.waiting.Add(1) > int64(s.lim.MaxQueue) {
+		s.waiting.Add(-1)
+		return nil, &httpError{http.StatusServiceUnavailable, "server busy: too many requests waiting"}
+	}
+	defer s.waiting.Add(-1)
+	t := time.NewTimer(s.lim.QueueWait)
+	defer t.Stop()
+	select {
+	case s.sem <- struct{}{}:
+		return release, nil
+	case <-t.C:
+		return nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("server busy: no sampling slot freed up within %s", s.lim.QueueWait)}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// retryAfter is the Retry-After advice in seconds: the queue wait, at
+// least one second.
+func (s *server) retryAfter() int {
+	return max(1, int(math.Ceil(s.lim.QueueWait.Seconds())))
+}
+
+// run samples the job's graphs and encodes them. ctx is the request's
+// context: flow.Sample returns as soon as it is cancelled.
+func (s *server) run(ctx context.Context, j job) ([]byte, error) {
+	s.running.Add(1)
+	gs, err := flow.Sample(ctx, j.model.flow, j.n, flow.WithSeed(j.seed), flow.WithSteps(j.steps))
+	s.running.Add(-1)
+	if s.onDone != nil {
+		s.onDone(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := encode(&b, j, gs); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// encode writes gs in the job's format.
+func encode(w *bytes.Buffer, j job, gs []*graph.Graph) error {
+	switch j.format {
+	case formatGraph6:
+		return graph.WriteGraphs(w, gs)
+	case formatJSON:
+		out := struct {
+			Model  string            `json:"model"`
+			Seed   uint64            `json:"seed"`
+			Steps  int               `json:"steps"`
+			Graphs []json.RawMessage `json:"graphs"`
+		}{Model: j.model.name, Seed: j.seed, Steps: j.steps, Graphs: make([]json.RawMessage, len(gs))}
+		for i, g := range gs {
+			var b bytes.Buffer
+			if err := graph.WriteNodeLink(&b, g); err != nil {
+				return err
+			}
+			out.Graphs[i] = bytes.TrimSpace(b.Bytes())
+		}
+		return json.NewEncoder(w).Encode(out)
+	case formatSMILES:
+		for _, g := range gs {
+			s, err := j.model.mol.DecodeDatasetGraph(g)
+			if err != nil {
+				s = "None"
+			}
+			w.WriteString(s)
+			w.WriteByte('\n')
+		}
+		return nil
+	case formatSVG:
+		return render.GridSVG(w, gs, 0, render.Options{Width: 200, Height: 200, Seed: j.seed})
+	}
+	return fmt.Errorf("unknown format %q", j.format)
+}
+
+func contentType(format string) string {
+	switch format {
+	case formatJSON:
+		return "application/json"
+	case formatSVG:
+		return "image/svg+xml"
+	}
+	return "text/plain; charset=utf-8"
+}
+
+// healthz serves GET /healthz: 200 with the models and the load, or 503
+// while the server shuts down.
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	status, state := http.StatusOK, "ok"
+	if s.draining.Load() {
+		status, state = http.StatusServiceUnavailable, "shutting down"
+	}
+	writeJSON(w, status, map[string]any{
+		"status": state, "models": s.modelNames(), "default": s.byDefault,
+		"slots": s.lim.Slots, "running": s.running.Load(), "waiting": s.waiting.Load(),
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the response failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
