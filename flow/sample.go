@@ -272,8 +272,16 @@ func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *t
 	// The noise is drawn on the CPU, so a seed gives the same start on
 	// every backend.
 	x, mask = x.On(be), mask.On(be)
+	return solve(ctx, m, x, mask, timeGrid(o.steps, o.randomGrid, o.jumpAt, r), o, r)
+}
+
+// solve integrates the flow ODE from x (B, N, d), the state at grid[0] on the
+// denoiser's backend, over the times of grid and returns the unscaled
+// latents z = x(1)/s on the CPU. mask (B, N) marks real tokens.
+func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64, o sampleOptions, r *tensor.RNG) (*tensor.Tensor, error) {
+	B, N, d := x.Dim(0), x.Dim(1), x.Dim(2)
+	dt, be := x.DType(), x.Backend()
 	mask3 := mask.Reshape(B, N, 1)
-	grid := timeGrid(o.steps, o.randomGrid, o.jumpAt, r)
 	var xsc *tensor.Tensor
 	// velocity evaluates the network at (x, t) and returns the velocity and
 	// the raw prediction (fed back for self-conditioning).
@@ -296,7 +304,7 @@ func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *t
 		tensor.MulScalar(v, v, 1/t)
 		return v, pred
 	}
-	for i := 0; i < o.steps; i++ {
+	for i := 0; i+1 < len(grid); i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

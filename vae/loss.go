@@ -1,7 +1,9 @@
 package vae
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
 	"lgflow/autograd"
 	"lgflow/graph"
@@ -58,6 +60,17 @@ func Pad(tp *autograd.Tape, x *autograd.Var, b *graph.Batch) *autograd.Var {
 // training mode the latents are sampled with the reparameterisation
 // trick; in evaluation mode z = mu.
 func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *tensor.RNG) (*Loss, *Decoded) {
+	loss, dec, err := m.objective(tp, b, feats, r)
+	if err != nil {
+		// Only a TrainOptions.Perturb function fails, and only Train sets one.
+		panic(err)
+	}
+	return loss, dec
+}
+
+// objective is Objective, returning the error of a latent perturbation
+// (TrainOptions.Perturb) instead of panicking.
+func (m *Model) objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *tensor.RNG) (*Loss, *Decoded, error) {
 	var mu, logvar *autograd.Var
 	if m.frozenEncoder {
 		// The encoder as the flow sees it: evaluation mode, no gradient.
@@ -71,15 +84,27 @@ func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 	} else {
 		mu, logvar = m.Encode(tp, b, feats, r)
 	}
-	z := mu
-	if m.training {
-		z = Reparameterize(tp, mu, logvar, r)
-		if m.Cfg.LatentNoise > 0 {
-			noise := m.latentNoise(mu.Value, b, r).On(m.backend())
-			z = tp.Add(z, autograd.NewConst(noise))
+	var dec *Decoded
+	if m.training && m.perturb != nil {
+		zp, err := m.perturb(padConst(mu.Value, b), sizes(b), r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("vae: latent perturbation: %w", err)
 		}
+		if want := []int{b.Len(), b.MaxN, m.Cfg.Latent}; !slices.Equal(zp.Shape(), want) {
+			return nil, nil, fmt.Errorf("vae: latent perturbation returned shape %v, want %v", zp.Shape(), want)
+		}
+		dec = m.DecodeDense(tp, autograd.NewConst(zp.To(mu.DType()).On(m.backend())), sizes(b))
+	} else {
+		z := mu
+		if m.training {
+			z = Reparameterize(tp, mu, logvar, r)
+			if m.Cfg.LatentNoise > 0 {
+				noise := m.latentNoise(mu.Value, b, r).On(m.backend())
+				z = tp.Add(z, autograd.NewConst(noise))
+			}
+		}
+		dec = m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
 	}
-	dec := m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
 	edgeT, nodeT := targets(b)
 	C := m.Cfg.EdgeClasses + 1
 	pairW := dec.PairMask.To(tensor.Float32).Data32()
@@ -98,7 +123,15 @@ func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 		total = tp.Add(total, tp.MulScalar(kl, m.Cfg.KLWeight))
 	}
 	loss.Total = total
-	return loss, dec
+	return loss, dec, nil
+}
+
+// padConst returns concatenated per-node rows x (NumNodes, d) in b's padded
+// layout (B, MaxN, d) on the CPU.
+func padConst(x *tensor.Tensor, b *graph.Batch) *tensor.Tensor {
+	tp := autograd.NoGrad()
+	defer tp.Release()
+	return Pad(tp, autograd.NewConst(x), b).Value.On(tensor.CPU).Clone()
 }
 
 // latentNoise draws the decoder's training noise for latent means mu

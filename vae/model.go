@@ -48,6 +48,9 @@ type Model struct {
 	// frozenEncoder runs the encoder without gradients in evaluation mode
 	// (TrainOptions.FreezeEncoder).
 	frozenEncoder bool
+	// perturb replaces the frozen encoder's latents before decoding in
+	// training (TrainOptions.Perturb).
+	perturb LatentPerturbation
 
 	// decoder
 	refine   *refiner   // latent refinement network, nil without Cfg.Refine

@@ -63,6 +63,14 @@ type TrainOptions struct {
 	// seed per validation), so the best checkpoint is the most tolerant
 	// decoder rather than the most exact one.
 	ValNoise float64
+	// Perturb, with FreezeEncoder, replaces the latents the decoder trains
+	// on: the frozen encoder's posterior means, padded (B, N, Latent) on
+	// the CPU, go through Perturb, and the decoder learns to reconstruct
+	// the batch's graphs from the result (Config.LatentNoise is not added
+	// on top). flow.(*Model).EndpointPerturbation gives one that moves
+	// latents to where a trained flow's sampler takes them, so the decoder
+	// learns to correct the flow's errors.
+	Perturb LatentPerturbation
 	// Backend runs the training steps on another tensor backend, such as
 	// the GPU backend that package cuda registers (nil: the CPU). Batches
 	// are assembled on the CPU and uploaded; validation runs on a CPU copy
@@ -70,6 +78,11 @@ type TrainOptions struct {
 	// BatchNorm train on the CPU only.
 	Backend tensor.Backend
 }
+
+// LatentPerturbation maps padded latents z (B, N, Latent) of graphs with
+// the given node counts to the latents the decoder should learn to decode
+// into those graphs, drawing any randomness from r.
+type LatentPerturbation func(z *tensor.Tensor, sizes []int, r *tensor.RNG) (*tensor.Tensor, error)
 
 // Checkpoint file names inside TrainOptions.Dir.
 const (
@@ -122,6 +135,12 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		return nil, err
 	}
 	m.frozenEncoder = opts.FreezeEncoder
+	if opts.Perturb != nil {
+		if !opts.FreezeEncoder {
+			return nil, errors.New("vae: Perturb needs FreezeEncoder")
+		}
+		m.perturb = opts.Perturb
+	}
 	onDevice := opts.Backend != nil && opts.Backend != tensor.CPU
 	if onDevice {
 		if err := nn.ToBackend(m, opts.Backend); err != nil {
@@ -217,7 +236,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			return m, errors.Join(err, herr)
 		}
 		h.Train(false)
-		h.frozenEncoder = false // a setting of this training run, not of the model
+		h.frozenEncoder, h.perturb = false, nil // settings of this training run, not of the model
 		return h, err
 	}
 	clock := trainer.NewClock(step)
@@ -236,7 +255,11 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		sub := train.Subset(batchOrder(tc.Seed, len(train.Graphs), tc.BatchSize, step))
 		b := graph.NewBatch(sub.Graphs)
 		tp := autograd.NewTape()
-		loss, _ := m.Objective(tp, b, sub.Features, r)
+		loss, _, err := m.objective(tp, b, sub.Features, r)
+		if err != nil {
+			tp.Release()
+			return finish(fmt.Errorf("vae: step %d: %w", step, err))
+		}
 		if err := stepper.Step(tp, loss.Total); err != nil {
 			return m, fmt.Errorf("vae: step %d (edge %v, node %v, kl %v): %w", step, loss.Edge, loss.Node, loss.KL, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"lgflow/flow"
 	"lgflow/graph/datasets"
 	"lgflow/internal/progress"
 	"lgflow/vae"
@@ -144,6 +145,11 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	valNoise := fs.Float64("val-noise", 0, "validate with this much latent noise (x latent std), keeping the most tolerant decoder")
 	device := fs.String("device", "cpu", "where the training steps run: cpu or cuda (an NVIDIA GPU; LayerNorm presets)")
 	tf32 := fs.Bool("tf32", true, "with -device cuda on compute capability 8.0 or newer: float32 matrix products in TensorFloat-32 (-tf32=false: exact float32)")
+	perturbFlow := fs.String("perturb-flow", "", "with -freeze-encoder: train the decoder on latents this LG-Flow's sampler produces from partway (flow.safetensors trained in the -init model's latent space)")
+	perturbMin := fs.Float64("perturb-tmin", 0.8, "with -perturb-flow: earliest time the latents are noised to")
+	perturbMax := fs.Float64("perturb-tmax", 0.98, "with -perturb-flow: latest time the latents are noised to")
+	perturbSteps := fs.Int("perturb-steps", 4, "with -perturb-flow: sampler steps from that time to the data")
+	perturbJump := fs.Float64("perturb-jump", 0.95, "with -perturb-flow: the sampler's final jump time (0: none)")
 	mf := newModelFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -178,10 +184,27 @@ func runTrainVAE(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	var perturb vae.LatentPerturbation
+	if *perturbFlow != "" {
+		if init == nil || !*freeze {
+			return usagef("-perturb-flow needs -init and -freeze-encoder")
+		}
+		fm, err := flow.Load(*perturbFlow, init)
+		if err != nil {
+			return err
+		}
+		var opts []flow.SampleOption
+		if *perturbJump > 0 {
+			opts = append(opts, flow.WithFinalJump(*perturbJump))
+		}
+		if perturb, err = fm.EndpointPerturbation(*perturbMin, *perturbMax, *perturbSteps, opts...); err != nil {
+			return usagef("%v", err)
+		}
+	}
 	cfgJSON, _ := json.Marshal(p)
 	fmt.Fprintf(stderr, "train-vae %s: %d train, %d val graphs; %s\n", *name, len(train.Graphs), len(val.Graphs), cfgJSON)
 	_, err = vae.Train(ctx, p.Model, p.Train, train, val, vae.TrainOptions{Dir: *out, Resume: *resume, Init: init, LogEvery: *logEvery, MaxDuration: *maxTime,
-		FreezeEncoder: *freeze, ValNoise: *valNoise, Backend: backend,
+		FreezeEncoder: *freeze, ValNoise: *valNoise, Perturb: perturb, Backend: backend,
 		Progress: func(pr vae.Progress) {
 			line := fmt.Sprintf("step %6d/%d  loss %.4f (edge %.4f node %.4f kl %.1f)  lr %.2e  %.2f steps/s  elapsed %s  eta %s",
 				pr.Step, pr.Steps, pr.Loss, pr.Edge, pr.Node, pr.KL, pr.LR, pr.StepsPerSecond, pr.Elapsed.Round(time.Second), pr.ETA.Round(time.Second))

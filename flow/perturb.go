@@ -1,0 +1,68 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+
+	"lgflow/tensor"
+)
+
+// EndpointPerturbation returns a function that moves clean latents to where
+// this model's sampler takes them from partway along the path. For padded
+// latents z (B, N, d) in the LG-VAE's space, graphs of the given sizes, it
+// draws one time t uniformly from [tMin, tMax], forms the path's state
+// x_t = t·s·z + (1-t)·ε with fresh noise ε, integrates from t to 1 with
+// steps Euler steps (the sampler's options apply: WithFinalJump ends with
+// one step from the jump time to 1 when the jump time is after t) and
+// returns x(1)/s on the CPU.
+//
+// The result is what vae.TrainOptions.Perturb expects: a decoder fine-tuned
+// on it learns to decode the latents this flow actually produces, with
+// their errors, into the graphs they came from.
+func (m *Model) EndpointPerturbation(tMin, tMax float64, steps int, opts ...SampleOption) (func(z *tensor.Tensor, sizes []int, r *tensor.RNG) (*tensor.Tensor, error), error) {
+	o := sampleOptions{method: Euler, temp: 1}
+	for _, f := range opts {
+		f(&o)
+	}
+	switch {
+	case !(tMin > 0 && tMin <= tMax && tMax < 1):
+		return nil, fmt.Errorf("flow: perturbation times must satisfy 0 < tMin <= tMax < 1, got [%g, %g]", tMin, tMax)
+	case steps < 1:
+		return nil, fmt.Errorf("flow: perturbation needs at least one step, got %d", steps)
+	case !(o.eta >= 0 && o.eta <= 1) || o.eta > 0 && o.method != Euler:
+		return nil, fmt.Errorf("flow: stochasticity %g with method %q", o.eta, o.method)
+	case m == nil || m.Net == nil:
+		return nil, fmt.Errorf("flow: EndpointPerturbation needs a trained model")
+	}
+	return func(z *tensor.Tensor, sizes []int, r *tensor.RNG) (*tensor.Tensor, error) {
+		if z.Rank() != 3 || z.Dim(0) != len(sizes) || z.Dim(2) != m.Cfg.DiT.Dim {
+			return nil, fmt.Errorf("flow: latents of shape %v for %d graphs, want (B, N, %d)", z.Shape(), len(sizes), m.Cfg.DiT.Dim)
+		}
+		B, N, d := z.Dim(0), z.Dim(1), z.Dim(2)
+		dt, be := m.Net.Params()[0].V.DType(), m.Net.Backend()
+		mask := tensor.New(dt, B, N)
+		for b, s := range sizes {
+			for j := range min(s, N) {
+				mask.Set(1, b, j)
+			}
+		}
+		t := tMin + (tMax-tMin)*r.Uniform()
+		x := tensor.RandN(r, dt, B, N, d)
+		tensor.MulScalar(x, x, 1-t)
+		tensor.AddScaled(x, x, z.To(dt), t*m.Scale)
+		tensor.Mul(x, x, mask.Reshape(B, N, 1))
+		grid := make([]float64, 0, steps+1)
+		end, n := 1.0, steps
+		if o.jumpAt > t && steps > 1 {
+			end, n = o.jumpAt, steps-1
+		}
+		for i := range n {
+			grid = append(grid, t+(end-t)*float64(i)/float64(n))
+		}
+		grid = append(grid, end)
+		if end < 1 {
+			grid = append(grid, 1)
+		}
+		return solve(context.Background(), m, x.On(be), mask.On(be), grid, o, r)
+	}, nil
+}
