@@ -85,7 +85,11 @@ func sumBackward(tp *Tape, n *node) {
 func (tp *Tape) SumAll(a *Var) *Var {
 	tp.checkIn("SumAll", a)
 	y := tp.alloc(a.Value)
-	y.Fill(tensor.SumAll(a.Value))
+	if onDevice(y) {
+		tensor.SumTo(y, a.Value) // no wait for the device
+	} else {
+		y.Fill(tensor.SumAll(a.Value))
+	}
 	out, n := tp.out(y, tp.anyGrad(a, nil, nil), sumAllBackward)
 	if n != nil {
 		n.a, n.f0 = a, 1
@@ -97,7 +101,11 @@ func (tp *Tape) SumAll(a *Var) *Var {
 func (tp *Tape) MeanAll(a *Var) *Var {
 	tp.checkIn("MeanAll", a)
 	y := tp.alloc(a.Value)
-	y.Fill(tensor.MeanAll(a.Value))
+	if onDevice(y) {
+		tensor.MulScalar(y, tensor.SumTo(y, a.Value), 1/float64(a.Size()))
+	} else {
+		y.Fill(tensor.MeanAll(a.Value))
+	}
 	out, n := tp.out(y, tp.anyGrad(a, nil, nil), sumAllBackward)
 	if n != nil {
 		n.a, n.f0 = a, 1/float64(a.Size())
@@ -110,7 +118,14 @@ func sumAllBackward(tp *Tape, n *node) {
 		return
 	}
 	g := tp.alloc(n.a.Value, n.a.Shape()...)
-	g.Fill(n.out.Grad.Item() * n.f0)
+	if onDevice(g) {
+		tensor.Copy(g, n.out.Grad) // broadcast, without a wait for the device
+		if n.f0 != 1 {
+			tensor.MulScalar(g, g, n.f0)
+		}
+	} else {
+		g.Fill(n.out.Grad.Item() * n.f0)
+	}
 	tp.addGrad(n.a, g, true)
 }
 

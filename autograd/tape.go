@@ -204,6 +204,11 @@ func (tp *Tape) allocDevice(be tensor.Backend, dt tensor.DType, shape []int) *te
 	return t
 }
 
+// onDevice reports whether t lives on a backend other than the CPU, where
+// reading a value to the host (Item, tensor.SumAll) waits for the device:
+// ops then keep scalars on the device instead.
+func onDevice(t *tensor.Tensor) bool { return t.Backend() != tensor.CPU }
+
 // Own makes t, a tensor the caller allocated for this tape's computation
 // (a batch uploaded to a GPU, a constant), go back to its backend when the
 // tape is released, like the tape's own buffers; t must not be used after

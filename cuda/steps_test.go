@@ -144,6 +144,37 @@ func checkTrainingSteps(t *testing.T, b *Backend, launches func() int) {
 			}
 		})
 	}
+	if launches != nil {
+		t.Run("NoHostReads", func(t *testing.T) {
+			// Flow training steps through the Stepper wait for the device
+			// only when the loss is read and the finiteness flag is due.
+			st := trainer.NewStepper(m.params, m.opt, 0)
+			st.CheckEvery = 1000
+			syncs := func() int { return fakeCall(t, "fakecuda_syncs") }
+			n0 := syncs()
+			for step := range 3 {
+				x1, mask := m.batch(step)
+				tp := autograd.NewTape()
+				if err := st.Step(tp, flow.Loss(tp, m.net, m.cfg, x1, mask, tensor.NewRNG(uint64(step)))); err != nil {
+					t.Fatal(err)
+				}
+				m.ema.Update(step + 1)
+			}
+			if n := syncs() - n0; n != 0 {
+				t.Errorf("3 training steps waited for the device %d times, want 0", n)
+			}
+			n0 = syncs()
+			if l := st.Loss(); math.IsNaN(l) || l <= 0 {
+				t.Errorf("Loss() = %v", l)
+			}
+			if err := st.Check(); err != nil {
+				t.Error(err)
+			}
+			if n := syncs() - n0; n != 2 {
+				t.Errorf("reading the loss and the flag waited %d times, want 2", n)
+			}
+		})
+	}
 	t.Run("StepperNaN", func(t *testing.T) {
 		st := trainer.NewStepper(m.params, m.opt, 0)
 		st.CheckEvery = 3
