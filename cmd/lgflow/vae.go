@@ -150,6 +150,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	perturbMax := fs.Float64("perturb-tmax", 0.98, "with -perturb-flow: latest time the latents are noised to")
 	perturbSteps := fs.Int("perturb-steps", 4, "with -perturb-flow: sampler steps from that time to the data")
 	perturbJump := fs.Float64("perturb-jump", 0.95, "with -perturb-flow: the sampler's final jump time (0: none)")
+	perturbCache := fs.Int("perturb-variants", 0, "with -perturb-flow: perturb each graph at most this many times and reuse the results (0: afresh at every visit)")
 	mf := newModelFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -199,6 +200,9 @@ func runTrainVAE(ctx context.Context, args []string) error {
 		}
 		if perturb, err = fm.EndpointPerturbation(*perturbMin, *perturbMax, *perturbSteps, opts...); err != nil {
 			return usagef("%v", err)
+		}
+		if *perturbCache > 0 {
+			perturb = vae.CachePerturbation(perturb, *perturbCache)
 		}
 	}
 	cfgJSON, _ := json.Marshal(p)
