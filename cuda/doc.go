@@ -29,15 +29,26 @@
 //
 // Memory: tensors' device memory comes from a caching allocator and returns
 // to its cache when a tensor's storage becomes unreachable (a
-// runtime.AddCleanup) or at once with (*Backend).Release; EmptyCache hands
-// the cache back to the driver. All work is queued on one CUDA stream, so
-// results are ready in program order; host reads wait for them.
+// runtime.AddCleanup) or at once with Release (tensor.Release); an
+// autograd tape releases every buffer it allocated when the tape is
+// released, so a training loop reuses the same blocks step after step
+// (MemStats: Allocs stops growing). Results that an op overwrites in full
+// are allocated without a memset (AllocUninit). EmptyCache hands the cache
+// back to the driver. All work is queued on one CUDA stream, so results
+// are ready in program order; host reads wait for them, and a training
+// loop avoids them (tensor.FlagNonFinite checks values on the device).
+//
+// Errors: Backend methods panic with an *Error on a CUDA failure; it
+// matches tensor.ErrDevice (and ErrOutOfMemory when memory is exhausted),
+// which vae.Train and flow.Train recover (tensor.CatchDeviceError) and
+// return as errors.
 //
 // Numerics: float32 elementwise functions use CUDA's single-precision math
 // (within a few ulp of the CPU backend's float64-then-rounded values);
 // reductions, norms and softmax statistics accumulate in float64 like the
 // CPU backend; matrix products are cuBLAS SGEMM/DGEMM, with TensorFloat-32
-// only when enabled (SetTF32). ScatterAdd and SegmentSum are bit-identical
+// only when enabled (SetTF32; lgflow's training commands enable it where
+// SupportsTF32 unless -tf32=false). ScatterAdd and SegmentSum are bit-identical
 // to the CPU backend by default (SetDeterministic).
 //
 // Libraries are looked up by soname through dlopen (LD_LIBRARY_PATH, the
