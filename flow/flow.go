@@ -216,7 +216,7 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	if err := trainer.UnmarshalMeta(f.Metadata, metaVAEConfig, &vc); err != nil {
 		return nil, err
 	}
-	if vc.Architecture() != ae.Cfg.Architecture() {
+	if vc.EncoderArchitecture() != ae.Cfg.EncoderArchitecture() {
 		return nil, fmt.Errorf("trained with LG-VAE config %+v, given %+v", vc, ae.Cfg)
 	}
 	if m.Cfg.DiT.Dim != ae.Cfg.Latent {

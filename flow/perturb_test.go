@@ -3,6 +3,7 @@ package flow_test
 import (
 	"context"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -89,6 +90,29 @@ func TestEndpointPerturbation(t *testing.T) {
 	}
 	if ft.EncoderFingerprint() != f.ae.EncoderFingerprint() {
 		t.Error("the encoder moved")
+	}
+	// The same with a refinement network added to the decoder: the flow
+	// still loads with the fine-tuned autoencoder, and with one whose
+	// encoder moved it does not.
+	refined := f.ae.Cfg
+	refined.Refine, refined.RefineWidth, refined.RefineHeads, refined.SymmetricLogits = 1, 8, 2, true
+	ftr, err := vae.Train(context.Background(), refined, tc, f.data, nil, vae.TrainOptions{Init: f.ae, FreezeEncoder: true, Perturb: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "flow.safetensors")
+	if err := m.Save(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flow.Load(path, ftr); err != nil {
+		t.Errorf("the flow does not load with its autoencoder's refined decoder: %v", err)
+	}
+	moved, err := vae.Train(context.Background(), refined, tc, f.data, nil, vae.TrainOptions{Init: f.ae})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := flow.Load(path, moved); err == nil {
+		t.Error("the flow loads with an autoencoder whose encoder was retrained")
 	}
 	if _, err := vae.Train(context.Background(), f.ae.Cfg, tc, f.data, nil, vae.TrainOptions{Init: f.ae, Perturb: p}); err == nil {
 		t.Error("Perturb without FreezeEncoder: no error")

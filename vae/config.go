@@ -264,6 +264,18 @@ func PresetNames() []string {
 	return names
 }
 
+// EncoderArchitecture returns the part of c that shapes the encoder and so
+// the latent space: Architecture without the decoder's settings (DeepSet,
+// Refine, RefineWidth, RefineHeads, SymmetricLogits). A decoder fine-tuned
+// with TrainOptions.FreezeEncoder, even with a refinement network added,
+// keeps its model's EncoderArchitecture, and flows trained in its latent
+// space stay usable with it.
+func (c Config) EncoderArchitecture() Config {
+	c = c.Architecture()
+	c.DeepSet, c.Refine, c.RefineWidth, c.RefineHeads, c.SymmetricLogits = 0, 0, 0, 0, false
+	return c
+}
+
 // Architecture returns c without its training-only settings (KLWeight,
 // LogVarInit, LatentNoise, LatentNoiseSpread): two configurations with the same Architecture
 // build the same parameters and encode and decode alike, whatever they were
