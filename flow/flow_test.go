@@ -265,8 +265,15 @@ func TestSampleOptions(t *testing.T) {
 	if cold := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithTemperature(0.5)); slices.Equal(cold, euler) {
 		t.Error("temperature 0.5 gave the same graphs as 1")
 	}
-	if jump := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithFinalJump(0.5)); slices.Equal(jump, euler) {
+	if jump := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithFinalJump(flow.DefaultFinalJump)); !slices.Equal(jump, euler) {
+		t.Error("the default final jump is not DefaultFinalJump")
+	}
+	none := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithFinalJump(1))
+	if half := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithFinalJump(0.5)); slices.Equal(half, none) {
 		t.Error("a final jump at 0.5 gave the same graphs as none")
+	}
+	if one := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithFinalJump(0.5), flow.WithSteps(1)); len(one) != 5 {
+		t.Error("one step with a final jump did not sample")
 	}
 	if st := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithStochasticity(0.5)); slices.Equal(st, euler) {
 		t.Error("stochastic steps gave the same graphs as the ODE")
@@ -346,9 +353,9 @@ func TestSampleOptions(t *testing.T) {
 		{"NaN temperature", 2, []flow.SampleOption{flow.WithTemperature(math.NaN())}, "temperature"},
 		{"negative stochasticity", 2, []flow.SampleOption{flow.WithStochasticity(-0.1)}, "stochasticity"},
 		{"stochastic Heun", 2, []flow.SampleOption{flow.WithStochasticity(0.5), flow.WithMethod(flow.Heun)}, "Euler"},
-		{"jump at 1", 2, []flow.SampleOption{flow.WithFinalJump(1)}, "final jump"},
+		{"jump after 1", 2, []flow.SampleOption{flow.WithFinalJump(1.5)}, "final jump"},
 		{"jump before start", 2, []flow.SampleOption{flow.WithFinalJump(0.005)}, "final jump"},
-		{"jump with one step", 2, []flow.SampleOption{flow.WithFinalJump(0.9), flow.WithSteps(1)}, "2 steps"},
+		{"jump at 0", 2, []flow.SampleOption{flow.WithFinalJump(0)}, "final jump"},
 	} {
 		if _, err := flow.Sample(ctx, m, tc.n, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)

@@ -59,7 +59,9 @@ func WithNodeCounts(sizes []int) SampleOption { return func(o *sampleOptions) { 
 
 // WithRandomGrid uses the reference implementation's random time grid
 // (sorted logit-normal draws clamped to [0.02, 1], between 0.01 and 1)
-// instead of the default uniform grid from 0.01 to 1.
+// instead of the default uniform grid from 0.01 to 1. The reference
+// sampler is WithRandomGrid() with WithFinalJump(1); with a final jump the
+// random times are clamped to the jump time.
 func WithRandomGrid() SampleOption { return func(o *sampleOptions) { o.randomGrid = true } }
 
 // WithTemperature scales the initial noise by tau (default 1, the
@@ -67,13 +69,19 @@ func WithRandomGrid() SampleOption { return func(o *sampleOptions) { o.randomGri
 // more often valid but less diverse.
 func WithTemperature(tau float64) SampleOption { return func(o *sampleOptions) { o.temp = tau } }
 
-// WithFinalJump integrates the ODE from 0.01 only to time t (0 < t < 1) with
-// steps-1 Euler steps and then outputs the denoiser's data estimate at t, a
-// single final step from t to 1. The default 0 integrates to 1 with steps
-// equal steps. A small flow's velocity is least accurate near the data end,
-// which training visits rarely; its one-step estimate there is better than
-// many small biased steps (docs/results.md).
+// WithFinalJump integrates the ODE from 0.01 only to time t with steps-1
+// Euler steps and then outputs the denoiser's data estimate at t, a single
+// final step from t to 1. The default is DefaultFinalJump; t = 1 integrates
+// all the way with steps equal steps (the reference sampler). A small flow's
+// velocity is least accurate near the data end, which training visits
+// rarely, and its one-step estimate there is better than many small biased
+// steps: with the shipped planar models the jump at 0.95 raises V.U.N. from
+// 30% to 43-46% and lowers every MMD (docs/results.md).
 func WithFinalJump(t float64) SampleOption { return func(o *sampleOptions) { o.jumpAt = t } }
+
+// DefaultFinalJump is the final-jump time Sample uses unless WithFinalJump
+// says otherwise.
+const DefaultFinalJump = 0.95
 
 // WithStochasticity makes each Euler step stochastic (0 <= eta <= 1,
 // default 0, the deterministic ODE): the step from t to t' goes to
@@ -140,7 +148,7 @@ func SampleLatents(ctx context.Context, m *Model, n int, opts ...SampleOption) (
 // sample validates the options, draws node counts and integrates batch after
 // batch, handing each batch's padded latents (B, N, d) on the CPU to emit.
 func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func(z *tensor.Tensor, sizes []int, o *sampleOptions) error) error {
-	o := sampleOptions{steps: 100, batch: 256, method: Euler, temp: 1}
+	o := sampleOptions{steps: 100, batch: 256, method: Euler, temp: 1, jumpAt: DefaultFinalJump}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -153,10 +161,8 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		return fmt.Errorf("flow: batch size must be positive, got %d", o.batch)
 	case !(o.temp > 0) || math.IsInf(o.temp, 0):
 		return fmt.Errorf("flow: temperature must be positive and finite, got %g", o.temp)
-	case o.jumpAt != 0 && !(o.jumpAt > 0.01 && o.jumpAt < 1):
-		return fmt.Errorf("flow: final jump time must be in (0.01, 1), got %g", o.jumpAt)
-	case o.jumpAt != 0 && o.steps < 2:
-		return fmt.Errorf("flow: a final jump needs at least 2 steps, got %d", o.steps)
+	case !(o.jumpAt > 0.01 && o.jumpAt <= 1):
+		return fmt.Errorf("flow: final jump time must be in (0.01, 1] (1: none), got %g", o.jumpAt)
 	case !(o.eta >= 0 && o.eta <= 1):
 		return fmt.Errorf("flow: stochasticity must be in [0, 1], got %g", o.eta)
 	case o.eta > 0 && o.method != Euler:
@@ -169,6 +175,9 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		return fmt.Errorf("flow: %d node counts for %d graphs", len(o.sizes), n)
 	case m == nil || m.Net == nil || m.VAE == nil:
 		return errors.New("flow: Sample needs a trained model")
+	}
+	if o.jumpAt == 1 || o.steps < 2 {
+		o.jumpAt = 0 // integrate to 1: no room for a jump in one step
 	}
 	sizes := o.sizes
 	if sizes == nil {

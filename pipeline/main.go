@@ -48,7 +48,7 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.Uint64Var(&o.Seed, "seed", 0, "sampling seed")
 	fs.StringVar(&o.EdgeRule, "edge-rule", "", "decoding of undirected edges: or (the reference rule), and (both directions must agree), mean (mean score); default: flow.Sample's")
 	fs.Float64Var(&o.Temperature, "temperature", 0, "scale of the initial noise (0: flow.Sample's default)")
-	fs.Float64Var(&o.FinalJump, "final-jump", 0, "integrate to this time, then take the denoiser's one-step estimate (0: flow.Sample's default)")
+	fs.Float64Var(&o.FinalJump, "final-jump", 0, "integrate to this time, then take the denoiser's one-step estimate (0: flow.Sample's default, 0.95; 1: none)")
 	fs.BoolVar(&o.Train, "train", false, "run the whole pipeline: data, LG-VAE and LG-Flow training (resumable, in -out), then sampling")
 	fs.StringVar(&o.Preset, "preset", "cpu", "with -train: model presets, cpu (two cores) or paper (a GPU)")
 	fs.DurationVar(&o.VAETime, "vae-time", 0, "with -train: stop LG-VAE training after this long (0: run its steps)")
