@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 )
 
 // Norm selects the normalisation after each message-passing layer of rho.
@@ -244,18 +245,30 @@ var presets = map[string]Preset{
 // PresetFor returns the preset for a dataset ("planar", "tree", "price",
 // "ego", "tpu", ...) and a size ("cpu" or "paper").
 func PresetFor(dataset, size string) (Preset, error) {
+	presetsMu.RLock()
 	p, ok := presets[dataset+"/"+size]
+	presetsMu.RUnlock()
 	if !ok {
 		return Preset{}, fmt.Errorf("vae: no preset %q for dataset %q (have %v)", size, dataset, PresetNames())
 	}
 	return p, nil
 }
 
-// RegisterPreset adds or replaces a preset (e.g. for molecules).
-func RegisterPreset(dataset, size string, p Preset) { presets[dataset+"/"+size] = p }
+// RegisterPreset adds or replaces a preset (e.g. for molecules). It is safe
+// to call concurrently with itself, PresetFor and PresetNames.
+func RegisterPreset(dataset, size string, p Preset) {
+	presetsMu.Lock()
+	defer presetsMu.Unlock()
+	presets[dataset+"/"+size] = p
+}
+
+// presetsMu guards presets after package initialisation.
+var presetsMu sync.RWMutex
 
 // PresetNames lists the registered presets as "dataset/size".
 func PresetNames() []string {
+	presetsMu.RLock()
+	defer presetsMu.RUnlock()
 	names := make([]string, 0, len(presets))
 	for k := range presets {
 		names = append(names, k)

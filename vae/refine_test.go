@@ -2,6 +2,7 @@ package vae
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -195,4 +196,32 @@ func maxAbsDiff(a, b *tensor.Tensor) float64 {
 		m = max(m, math.Abs(x[i]-y[i]))
 	}
 	return m
+}
+
+// TestRegisterPresetConcurrent registers presets while others read them;
+// run with -race it catches an unguarded map.
+func TestRegisterPresetConcurrent(t *testing.T) {
+	base, err := PresetFor("planar", "cpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool)
+	for i := range 4 {
+		go func() {
+			for j := range 50 {
+				RegisterPreset("race-test", fmt.Sprint(i, "-", j), base)
+				if _, err := PresetFor("planar", "cpu"); err != nil {
+					t.Error(err)
+				}
+				_ = PresetNames()
+			}
+			done <- true
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if p, err := PresetFor("race-test", "3-49"); err != nil || p != base {
+		t.Errorf("a registered preset reads back as %v, %v", p, err)
+	}
 }
