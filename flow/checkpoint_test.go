@@ -150,8 +150,6 @@ func TestLoadDamaged(t *testing.T) {
 		{"truncated data", cut("cutdata", len(raw)-1), nil, safetensors.ErrTruncated, nil},
 		{"corrupted header JSON", writeHeader("badhdr", `"data_offsets"`, `"data_offsets`), nil, safetensors.ErrHeaderJSON, nil},
 		{"unknown dtype", writeHeader("f12", `"F32"`, `"F12"`), nil, safetensors.ErrDType, []string{"F12"}},
-		{"F16 weights", write("f16", func(f *damage.File) { f.Half(safetensors.F16) }), nil, safetensors.ErrUnsupported, []string{"F16"}},
-		{"BF16 weights", write("bf16", func(f *damage.File) { f.Half(safetensors.BF16) }), nil, safetensors.ErrUnsupported, []string{"BF16"}},
 		{"LG-VAE file", vaePath, nil, nil, []string{"not an LG-Flow checkpoint", `"lgflow.vae"`}},
 		{"training state", state, nil, nil, []string{"not an LG-Flow checkpoint", `"lgflow.flow.state"`}},
 		{"autoencoder with other weights", good, otherWeights, nil, []string{"different weights", "use the autoencoder the flow was trained with"}},

@@ -183,7 +183,7 @@ func (m *Model) Save(path string, extra map[string]string) error {
 // encoder fingerprints were stored require the same weights throughout
 // (nn.Fingerprint).
 func Load(path string, ae *vae.Model) (*Model, error) {
-	f, err := safetensors.Load(path)
+	f, err := safetensors.LoadModel(path)
 	if err != nil {
 		return nil, err
 	}

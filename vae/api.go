@@ -30,7 +30,7 @@ func (m *Model) Save(path string, extra map[string]string) error {
 // error for a file that is not an LG-VAE checkpoint, is truncated, or
 // whose tensors do not match its configuration.
 func Load(path string) (*Model, error) {
-	f, err := safetensors.Load(path)
+	f, err := safetensors.LoadModel(path)
 	if err != nil {
 		return nil, err
 	}

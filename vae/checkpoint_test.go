@@ -128,8 +128,6 @@ func TestLoadDamaged(t *testing.T) {
 		{"trailing bytes", write2(t, tmp("trailing"), append(append([]byte(nil), raw...), 0, 0, 0, 0)), safetensors.ErrGap, nil},
 		{"corrupted header JSON", writeHeader("badhdr", `"dtype"`, `"dtype`), safetensors.ErrHeaderJSON, nil},
 		{"unknown dtype", writeHeader("f12", `"F32"`, `"F12"`), safetensors.ErrDType, []string{"F12"}},
-		{"F16 weights", write("f16", func(f *damage.File) { f.Half(safetensors.F16) }), safetensors.ErrUnsupported, []string{"F16"}},
-		{"BF16 weights", write("bf16", func(f *damage.File) { f.Half(safetensors.BF16) }), safetensors.ErrUnsupported, []string{"BF16"}},
 		{"integer tensor", writeHeader("i32", `"F32"`, `"I32"`), safetensors.ErrUnsupported, []string{"I32"}},
 		{"flow checkpoint", flowFile, nil, []string{"not an LG-VAE checkpoint", `"lgflow.flow"`}},
 		{"no kind", write("nokind", func(f *damage.File) { delete(f.Metadata, trainer.MetaKind) }), nil, []string{"not an LG-VAE checkpoint", `""`}},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,8 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"lgflow/dit"
+	"lgflow/flow"
+	"lgflow/nn"
 	"lgflow/safetensors"
 	"lgflow/tensor"
+	"lgflow/vae"
 )
 
 // TestConvert converts a flow-like checkpoint to half-precision shards and
@@ -98,4 +103,51 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// TestConvertModelsLoad converts an LG-VAE to f32 shards and an LG-Flow
+// sampling model to f16 shards, and loads both with vae.Load and
+// flow.Load, which read every form LoadModel reads: the LG-VAE comes back
+// exactly (so the flow's fingerprint check passes), the flow's weights
+// rounded to half precision.
+func TestConvertModelsLoad(t *testing.T) {
+	dir := t.TempDir()
+	ae, err := vae.New(vae.Config{K: 6, Latent: 4, PhiWidth: 8, Layers: 2, Width: 8, DeepSet: 4, EdgeClasses: 1,
+		Norm: vae.LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true}, 1)
+	require.NoError(t, err)
+	cfg, err := flow.Preset("tiny", 4)
+	require.NoError(t, err)
+	net, err := dit.New(cfg.DiT, tensor.NewRNG(2))
+	require.NoError(t, err)
+	fm := &flow.Model{Cfg: cfg, VAE: ae, Net: net, Scale: 0.5, NodeCounts: []int{0, 0, 3, 1}}
+	vaePath, flowPath := filepath.Join(dir, "vae.safetensors"), filepath.Join(dir, "flow.safetensors")
+	require.NoError(t, ae.Save(vaePath, nil))
+	require.NoError(t, fm.Save(flowPath, nil))
+
+	outVAE, outFlow := filepath.Join(dir, "out", "vae.safetensors"), filepath.Join(dir, "out", "flow.safetensors")
+	require.NoError(t, os.MkdirAll(filepath.Dir(outVAE), 0o755))
+	code, _, errOut := run(t, "convert", "-i", vaePath, "-o", outVAE, "-shard-size", "3KiB")
+	require.Equal(t, 0, code, errOut)
+	code, _, errOut = run(t, "convert", "-i", flowPath, "-o", outFlow, "-dtype", "f16", "-shard-size", "30KiB")
+	require.Equal(t, 0, code, errOut)
+	for _, p := range []string{outVAE, outFlow} {
+		_, err := os.Stat(p + safetensors.IndexSuffix)
+		require.NoError(t, err, "%s was not sharded", p)
+	}
+
+	ae2, err := vae.Load(outVAE)
+	require.NoError(t, err)
+	assert.Equal(t, nn.Fingerprint(ae), nn.Fingerprint(ae2), "the LG-VAE changed in f32 shards")
+	fm2, err := flow.Load(outFlow, ae2)
+	require.NoError(t, err)
+	assert.Equal(t, fm.Scale, fm2.Scale)
+	want, got := nn.StateDict(fm.Net), nn.StateDict(fm2.Net)
+	for name, w := range want {
+		wv, gv := w.Float64s(), got[name].Float64s()
+		for i := range wv {
+			if d := math.Abs(gv[i] - wv[i]); d > 1e-3*math.Abs(wv[i])+1e-7 {
+				t.Fatalf("%s[%d] = %v, want %v within half-precision rounding", name, i, gv[i], wv[i])
+			}
+		}
+	}
 }
