@@ -12,9 +12,12 @@ import (
 // Atoms start from an invariant (degree, element, isotope, total H,
 // charge, aromaticity, ring membership, radicals); classes are refined by
 // the sorted (neighbour class, bond order) lists until stable (1-WL with
-// bond labels); remaining ties are broken by individualising one atom of
-// the lowest tied class and refining again. Tied classes of molecules are
-// automorphism orbits in practice, which makes the choice immaterial.
+// bond labels), then by distance profiles; remaining ties are broken by
+// individualising one atom of the lowest tied class and refining again,
+// the atom whose refined partition has the smallest order-independent
+// certificate (see the loop below). Tied classes of molecules are
+// automorphism orbits in practice, which makes the choice immaterial; the
+// certificate makes it canonical for most that are not (regular cages).
 func (m *Mol) CanonicalRanks() []int {
 	m.ensureAdj()
 	n := len(m.Atoms)
@@ -68,6 +71,8 @@ func (m *Mol) CanonicalRanks() []int {
 		r.splitByDistanceProfile()
 		r.refine()
 	}
+	var members, cert, bestCert []int
+	saved, savedOrder, best, bestOrder := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
 	for {
 		// lowest tied class
 		tie := -1
@@ -81,20 +86,62 @@ func (m *Mol) CanonicalRanks() []int {
 			break
 		}
 		rv := ranks[order[tie]]
-		// individualise the member with the lowest input index by giving it
-		// the highest rank of its class (as RDKit's BreakTies does)
-		best := order[tie]
 		end := tie
-		for ; end < n && ranks[order[end]] == rv; end++ {
-			if order[end] < best {
-				best = order[end]
+		for end < n && ranks[order[end]] == rv {
+			end++
+		}
+		// Individualise one member by giving it the highest rank of its
+		// class (as RDKit's BreakTies does), and refine. The member is the
+		// one whose refinement has the smallest certificate, the lowest
+		// input index among equal certificates: automorphic atoms give
+		// equal certificates, so for them this is RDKit's choice, and
+		// atoms refinement cannot tell apart but that are not symmetric
+		// (C12C3C4C1C5C2C5C43) mostly give different ones, which makes
+		// the choice independent of the input order.
+		members = append(members[:0], order[tie:end]...)
+		slices.Sort(members)
+		copy(saved, ranks)
+		copy(savedOrder, order)
+		for i, c := range members {
+			if i > 0 {
+				copy(ranks, saved)
+				copy(order, savedOrder)
+			}
+			ranks[c] = rv + (end - tie) - 1
+			r.sortByRank()
+			r.refine()
+			cert = r.certificate(cert[:0])
+			if i == 0 || slices.Compare(cert, bestCert) < 0 {
+				copy(best, ranks)
+				copy(bestOrder, order)
+				bestCert = append(bestCert[:0], cert...)
 			}
 		}
-		ranks[best] = rv + (end - tie) - 1
-		r.sortByRank()
-		r.refine()
+		copy(ranks, best)
+		copy(order, bestOrder)
 	}
 	return ranks
+}
+
+// certificate appends to dst an encoding of the current, stable partition
+// that does not depend on the input atom order: for every rank class in
+// increasing order, its rank and the neighbour key its atoms share (after
+// refine, atoms of one class have equal keys). Isomorphic (molecule,
+// partition) pairs have equal certificates.
+func (r *refiner) certificate(dst []int) []int {
+	for k, x := range r.order {
+		if k > 0 && r.ranks[r.order[k-1]] == r.ranks[x] {
+			continue
+		}
+		dst = append(dst, r.ranks[x])
+		if r.fast {
+			dst = append(dst, int(r.hi[x]), int(r.lo[x]))
+		} else {
+			dst = append(dst, r.keys[x]...)
+			dst = append(dst, -1)
+		}
+	}
+	return dst
 }
 
 func (r *refiner) hasTies() bool {

@@ -3,6 +3,7 @@ package mol
 import (
 	"errors"
 	"maps"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -200,6 +201,41 @@ func TestOverValentAromatic(t *testing.T) {
 	for _, s := range []string{"c1ccccc1", "C[N+](=O)[O-]", "CS(C)(=O)=O", "O=c1cc[nH]cc1"} {
 		if m, err := ParseSMILES(s); err != nil || overValent(m) {
 			t.Errorf("%s: %v, over-valent %t", s, err, err == nil && overValent(m))
+		}
+	}
+}
+
+// TestCanonicalCages: FuzzParseSMILES found that C12C3C4C1C5C2C5C43, a
+// cage of eight three-connected carbons that colour refinement and
+// distance profiles leave in one class without their being symmetric,
+// had a canonical SMILES that depended on the atom order (breaking the tie
+// at the lowest input index picked non-equivalent atoms). Ties are now
+// broken at the atom with the smallest refined-partition certificate. The
+// canonical SMILES of these cages must not change under 30 random
+// renumberings.
+func TestCanonicalCages(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, s := range []string{
+		"C12C3C4C1C5C2C5C43",     // the fuzzer's cage
+		"C12C3C4C1C5C2C3C45",     // cubane
+		"C1C2CC3CC1CC(C2)C3",     // adamantane
+		"C12C3C4C5C1C6C2C3C4C56", // a C10 cage
+		"C1CC2CCC1CC2",           // bicyclo[2.2.2]octane
+		"C1CC2CC1C1CCC21",
+		"C12CC3CC(C1)CC(C2)C3",
+	} {
+		m, err := ParseSMILES(s)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		want := m.SMILES()
+		for range 30 {
+			if got := permuted(m, rng).SMILES(); got != want {
+				t.Fatalf("%s: canonical %s, renumbered %s", s, want, got)
+			}
+		}
+		if c, err := CanonicalSMILES(want); err != nil || c != want {
+			t.Errorf("%s: canonical %s re-canonicalises to %s, %v", s, want, c, err)
 		}
 	}
 }

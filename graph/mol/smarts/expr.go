@@ -303,6 +303,15 @@ func (ps *parser) number(def int) int {
 	return n
 }
 
+// isElement reports whether s is a two-letter element symbol.
+func isElement(s string) bool {
+	if len(s) != 2 || s[1] < 'a' || s[1] > 'z' {
+		return false
+	}
+	_, ok := mol.AtomicNumber(s)
+	return ok
+}
+
 var aromaticSymbols = map[string]int{"c": 6, "n": 7, "o": 8, "s": 16, "p": 15, "b": 5, "se": 34, "as": 33, "te": 52, "si": 14}
 
 func (ps *parser) atomUnary() (*atomExpr, error) {
@@ -362,10 +371,12 @@ func (ps *parser) atomUnary() (*atomExpr, error) {
 	case c == '*':
 		ps.pos++
 		return prim(primAny, 0)
-	case c == 'a':
+	case c == 'a' && !(ps.pos+1 < len(s) && aromaticSymbols[s[ps.pos:ps.pos+2]] > 0):
 		ps.pos++
 		return prim(primAromatic, 0)
-	case c == 'A':
+	case c == 'A' && !(ps.pos+1 < len(s) && isElement(s[ps.pos:ps.pos+2])):
+		// "A" is any aliphatic atom, but two-letter symbols win:
+		// [Ac], [Al], [Ar] ... are elements, as in RDKit
 		ps.pos++
 		return prim(primAliphatic, 0)
 	case c == '#':

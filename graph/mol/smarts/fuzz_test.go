@@ -161,3 +161,40 @@ func TestQuadrupleBond(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoLetterElements: FuzzSelfMatch found that [Ac] did not match
+// actinium: "A" (aliphatic) was read before the two-letter symbol, making
+// it "aliphatic and aromatic carbon". Two-letter symbols win, as in RDKit;
+// [as] is aromatic arsenic.
+func TestTwoLetterElements(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, smiles string
+		want            bool
+	}{
+		{"[Ac]", "[Ac]", true},
+		{"[Al]", "[Al]", true},
+		{"[Ar]", "[Ar]", true},
+		{"[Ag+]", "[Ag+]", true},
+		{"[Au]", "C", false},
+		{"[A]", "C", true},
+		{"[A;R]", "C1CC1", true},
+		{"[a]", "c1ccccc1", true},
+		{"[as]", "c1cc[as]cc1", false}, // As is not aromatic in RDKit's model: C1=CC=[As]C=C1
+		{"[As]", "c1cc[as]cc1", true},
+		{"[as,c]", "C1=CC=[As]C=C1", false},
+		{"[as]", "c1ccsc1", false},
+		{"[a;s]", "c1ccsc1", true},
+	} {
+		m, err := mol.ParseSMILES(tc.smiles)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Parse(tc.pattern)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.pattern, err)
+		}
+		if got := p.MatchMol(m); got != tc.want {
+			t.Errorf("%s in %s: %t, want %t", tc.pattern, tc.smiles, got, tc.want)
+		}
+	}
+}
