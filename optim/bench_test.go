@@ -85,3 +85,65 @@ func BenchmarkEMAUpdate10M(b *testing.B) {
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(sec*1e9/benchParams, "ns/param")
 }
+
+// manyParams returns n small parameters (a DiT's mix of 64×64 matrices and
+// 64-vectors, alternating), as separate tensors or as views of one flat
+// tensor laid out as nn.Flatten does.
+func manyParams(n int, flat bool) []Param {
+	shapes := make([][]int, n)
+	total := 0
+	for i := range shapes {
+		shapes[i] = []int{64, 64}
+		if i%2 == 1 {
+			shapes[i] = []int{64}
+		}
+		total += 64 * (1 + 63*(1-i%2))
+	}
+	var fv, fg *tensor.Tensor
+	if flat {
+		fv, fg = tensor.New(tensor.Float32, total), tensor.New(tensor.Float32, total)
+	}
+	ps := make([]Param, n)
+	off := 0
+	for _, decay := range []bool{true, false} {
+		for i, s := range shapes {
+			if DefaultDecay("", s) != decay {
+				continue
+			}
+			k := 64 * (1 + 63*(1-i%2))
+			p := Param{Name: string(rune('a'+i%26)) + string(rune('A'+i/26)), Decay: decay}
+			if flat {
+				p.Value, p.Grad = fv.Slice(0, off, off+k).Reshape(s...), fg.Slice(0, off, off+k).Reshape(s...)
+			} else {
+				p.Value, p.Grad = tensor.New(tensor.Float32, s...), tensor.New(tensor.Float32, s...)
+			}
+			tensor.FillNormal(p.Grad, tensor.NewRNG(uint64(i)), 0, 1e-3)
+			ps[i] = p
+			off += k
+		}
+	}
+	return ps
+}
+
+// BenchmarkAdamWStepMany is one AdamW step over 400 small parameters,
+// updated one by one (separate) or in two runs (flat, nn.Flatten's layout).
+func BenchmarkAdamWStepMany(b *testing.B) {
+	for _, flat := range []bool{false, true} {
+		name := "separate"
+		if flat {
+			name = "flat"
+		}
+		b.Run(name, func(b *testing.B) {
+			opt, err := NewAdamW(manyParams(400, flat), DefaultAdamWConfig())
+			if err != nil {
+				b.Fatal(err)
+			}
+			opt.Step()
+			b.ResetTimer()
+			for range b.N {
+				opt.Step()
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/step")
+		})
+	}
+}
