@@ -62,6 +62,14 @@ type Config struct {
 	// precision of the latents is decided: with m = 0 fewer than 2% of
 	// training draws have t > 0.9.
 	TimeMean float64 `json:"time_mean,omitempty"`
+	// OTCoupling pairs each training graph's noise tokens with its data
+	// tokens by a minimal-cost assignment (squared distance) before
+	// forming the path, instead of at random. The denoiser is
+	// permutation-equivariant, so this changes no distribution the model
+	// sees except the pairing: the paths get shorter and straighter, and
+	// fewer sampler steps follow them well (equivariant optimal-transport
+	// flow matching). false (the reference) pairs at random.
+	OTCoupling bool `json:"ot_coupling,omitempty"`
 	// SampleLatents draws z = mu + sigma*eps afresh every step instead of
 	// using z = mu.
 	SampleLatents bool    `json:"sample_latents"`
@@ -106,8 +114,8 @@ func (c Config) Validate() error {
 }
 
 // Preset returns a training recipe: "T", "S", "B" are the paper's DiT
-// sizes with its optimiser settings (REFERENCE.md 2.2); "cpu" is a small
-// DiT that trains on two cores; "tiny" is for tests.
+// sizes with its optimiser settings (docs/design.md, "Training recipes");
+// "cpu" is a small DiT that trains on two cores; "tiny" is for tests.
 func Preset(name string, latentDim int) (Config, error) {
 	size := name
 	if name == "cpu" {

@@ -122,3 +122,25 @@ func TestEndpointPerturbation(t *testing.T) {
 		t.Errorf("a perturbation of the wrong shape: error %v", err)
 	}
 }
+
+// TestTrainOTCoupling trains the fixture's flow briefly with OTCoupling: the
+// loss must be finite and the option must change the run.
+func TestTrainOTCoupling(t *testing.T) {
+	f := getFixture(t)
+	cfg := f.cfg
+	cfg.Steps, cfg.OTCoupling = 20, true
+	var losses []float64
+	_, err := flow.Train(context.Background(), cfg, f.ae, f.data, f.lat, flow.TrainOptions{LogEvery: 1,
+		Progress: func(p flow.Progress) { losses = append(losses, p.Loss) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range losses {
+		if math.IsNaN(l) || math.IsInf(l, 0) {
+			t.Fatalf("step %d: loss %v", i, l)
+		}
+		if i < len(f.losses) && l == f.losses[i] && i > 0 {
+			t.Fatalf("step %d: the same loss as without coupling", i)
+		}
+	}
+}

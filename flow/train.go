@@ -184,6 +184,9 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 	x0 := tensor.RandN(r, x1.DType(), B, N, d)
 	mask3 := mask.Reshape(B, N, 1)
 	tensor.Mul(x0, x0, mask3)
+	if cfg.OTCoupling {
+		x0 = otCouple(x0, x1, mask)
+	}
 	xt := tensor.New(x1.DType(), B, N, d)
 	tt := tensor.New(x1.DType(), B, 1, 1)
 	for b, v := range t {
@@ -229,6 +232,24 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 		target = tensor.Sub(nil, x1, x0)
 	}
 	return tp.SquaredError(pred, autograd.NewConst(tp.Own(target.On(be))), tp.Own(w.On(be)))
+}
+
+// otCouple returns the noise x0 (B, N, d) with each graph's tokens
+// permuted to match the data x1 at minimal squared distance (Config.OTCoupling).
+func otCouple(x0, x1, mask *tensor.Tensor) *tensor.Tensor {
+	B, N, d := x0.Dim(0), x0.Dim(1), x0.Dim(2)
+	md := mask.To(tensor.Float64).Data64()
+	sizes := make([]int, B)
+	for b := range B {
+		for j := range N {
+			if md[b*N+j] != 0 {
+				sizes[b]++
+			}
+		}
+	}
+	a := x0.To(tensor.Float64).Contiguous().Clone()
+	couple(a.Data64(), x1.On(tensor.CPU).To(tensor.Float64).Contiguous().Data64(), sizes, N, d)
+	return a.To(x0.DType())
 }
 
 // Train trains an LG-Flow model in the latent space of the frozen ae on the
