@@ -117,7 +117,9 @@ func TestEndpointPerturbation(t *testing.T) {
 	if _, err := vae.Train(context.Background(), f.ae.Cfg, tc, f.data, nil, vae.TrainOptions{Init: f.ae, Perturb: p}); err == nil {
 		t.Error("Perturb without FreezeEncoder: no error")
 	}
-	bad := func(z *tensor.Tensor, sizes []int, r *tensor.RNG) (*tensor.Tensor, error) { return z.Slice(1, 0, 1), nil }
+	bad := func(z *tensor.Tensor, sizes []int, r *tensor.RNG) (*tensor.Tensor, error) {
+		return z.Slice(1, 0, 1), nil
+	}
 	if _, err := vae.Train(context.Background(), f.ae.Cfg, tc, f.data, nil, vae.TrainOptions{Init: f.ae, FreezeEncoder: true, Perturb: bad}); err == nil || !strings.Contains(err.Error(), "shape") {
 		t.Errorf("a perturbation of the wrong shape: error %v", err)
 	}
