@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"lgflow/graph/mol"
 )
@@ -196,5 +197,31 @@ func TestTwoLetterElements(t *testing.T) {
 		if got := p.MatchMol(m); got != tc.want {
 			t.Errorf("%s in %s: %t, want %t", tc.pattern, tc.smiles, got, tc.want)
 		}
+	}
+}
+
+// TestDisconnectedPatternOrder: FuzzSelfMatch found that the canonical
+// SMILES of BBB.B.B.B.B.B.B.B.B.BB, read as SMARTS, took minutes to match
+// its own molecule: single-atom components were placed first, on the
+// atoms the three-atom one needed, and the search tried every placement
+// of them before backtracking. Larger components now go first; the
+// pattern must match at once, and count its matches up to a limit.
+func TestDisconnectedPatternOrder(t *testing.T) {
+	m, err := mol.ParseSMILES("BBB.B.B.B.B.B.B.B.B.BB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool, 1)
+	go func() {
+		p := MustParse(m.SMILES())
+		done <- p.MatchMol(m) && p.CountMatches(NewTarget(m), 3) == 1 && !MustParse("BBBB.B").MatchMol(m)
+	}()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Error("wrong match result")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("matching a 14-atom pattern against its own molecule took more than 10 s")
 	}
 }

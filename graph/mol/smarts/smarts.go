@@ -16,6 +16,7 @@ package smarts
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"lgflow/graph/mol"
@@ -266,6 +267,19 @@ func (p *Pattern) finish() {
 			}
 		}
 		comps = append(comps, c)
+	}
+	// Larger components first: matching a component of one atom never
+	// fails while atoms remain, so placing small components first could
+	// only take atoms a larger one needs, and the search would try every
+	// placement of them before backtracking into the larger one
+	// (BBB.B.B.B.B.B.B.B.B.BB took minutes against its own molecule). The
+	// body of a recursive SMARTS keeps its first component first.
+	first := 0
+	if p.isRecursive {
+		first = 1
+	}
+	if len(comps) > first {
+		slices.SortStableFunc(comps[first:], func(a, b []int) int { return len(b) - len(a) })
 	}
 	seen := make([]bool, n)
 	for ci, c := range comps {
