@@ -1,27 +1,23 @@
 package pipeline
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"runtime/metrics"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"lgflow/dit"
 	"lgflow/flow"
+	"lgflow/internal/peakmem"
 	"lgflow/tensor"
 	"lgflow/vae"
 )
 
 // BenchmarkSampleScaling measures sampling time and peak memory against
-// graph size, the paper's Planar-N scaling experiment (REFERENCE 5: 4.6 s
-// at 64 nodes to 130 s at 512 on an L40): 16 planar graphs of 64, 128, 256
+// graph size, the paper's Planar-N scaling experiment (its "larger planar
+// graphs" table: 4.6 s at 64 nodes to 130 s at 512 on an L40; docs/design.md,
+// "The paper's figures"): 16 planar graphs of 64, 128, 256
 // and 512 nodes in one batch, with flow.Sample's default settings, from a
 // randomly initialised model of the planar cpu shape (LG-VAE planar/cpu,
 // LG-Flow cpu DiT 4 x 128). Timing depends on the shapes, not on the
@@ -63,7 +59,7 @@ func BenchmarkSampleScaling(b *testing.B) {
 				sizes[i] = n
 			}
 			runtime.GC()
-			meter := startMemMeter()
+			meter := peakmem.Start()
 			start := time.Now()
 			for b.Loop() {
 				gs, err := flow.Sample(context.Background(), m, graphs, flow.WithNodeCounts(sizes), flow.WithBatchSize(graphs))
@@ -75,7 +71,7 @@ func BenchmarkSampleScaling(b *testing.B) {
 				}
 			}
 			sec := time.Since(start).Seconds() / float64(b.N)
-			rss, heap := meter.stop()
+			rss, heap := meter.Stop()
 			b.ReportMetric(sec, "s/op")
 			b.ReportMetric(rss/1e6, "peak-MB")
 			b.ReportMetric(heap/1e6, "heap-MB")
@@ -84,69 +80,3 @@ func BenchmarkSampleScaling(b *testing.B) {
 	}
 }
 
-// memMeter follows the peak memory of the process from its start.
-type memMeter struct {
-	hwm  bool // VmHWM was reset, so it measures from the start
-	quit chan struct{}
-	wg   sync.WaitGroup
-	heap uint64
-}
-
-// startMemMeter resets the resident set high-water mark (Linux) and starts
-// sampling the Go heap every millisecond.
-func startMemMeter() *memMeter {
-	m := &memMeter{quit: make(chan struct{})}
-	m.hwm = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() {
-		metrics.Read(s)
-		m.heap = max(m.heap, s[0].Value.Uint64())
-	}
-	read()
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-m.quit:
-				read()
-				return
-			case <-t.C:
-				read()
-			}
-		}
-	}()
-	return m
-}
-
-// stop returns the peak resident set size (the sampled heap peak where
-// VmHWM is not available) and the sampled heap peak, in bytes.
-func (m *memMeter) stop() (rss, heap float64) {
-	close(m.quit)
-	m.wg.Wait()
-	heap = float64(m.heap)
-	if m.hwm {
-		if kb, ok := readVmHWM(); ok {
-			return float64(kb) * 1024, heap
-		}
-	}
-	return heap, heap
-}
-
-// readVmHWM reads the VmHWM line of /proc/self/status, in kB.
-func readVmHWM() (int64, bool) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, false
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if f := bytes.Fields(sc.Bytes()); len(f) >= 2 && string(f[0]) == "VmHWM:" {
-			kb, err := strconv.ParseInt(string(f[1]), 10, 64)
-			return kb, err == nil
-		}
-	}
-	return 0, false
-}
