@@ -13,7 +13,8 @@
 // gives real tokens exactly the same outputs and is faster, since padded
 // rows only ever reach the masked-out output.)
 //
-// The architecture follows the LG-Flow reference (REFERENCE.md section 2.3):
+// The architecture follows the LG-Flow reference code (docs/design.md,
+// "The denoiser: DiT"):
 // input Linear(2d -> E) on [x, x_sc]; a 256-dimensional sinusoidal time
 // embedding (cos first) into Linear(256 -> E) -> SiLU -> Linear(E -> E);
 // blocks with shift/scale/gate adaLN modulation of an attention branch and an

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// datasetRecipe is the paper's LG-Flow run for one dataset (REFERENCE 2.2:
-// the DiT of the training configuration, batch size and steps) and the
-// batch size of its cpu variant.
+// datasetRecipe is the paper's LG-Flow run for one dataset (the DiT of the
+// reference code's training configuration, batch size and steps;
+// docs/design.md, "LG-Flow recipes per dataset") and the batch size of its
+// cpu variant.
 type datasetRecipe struct {
 	dit         string // "T", "S", "B" or "mediumsmall"
 	batch       int
@@ -42,15 +43,16 @@ func PresetDatasets() []string {
 // PresetFor returns the LG-Flow recipe for a dataset and a size:
 //
 //   - "paper": the reference code's training configuration for that
-//     dataset (REFERENCE 2.2): DiT-T for Planar, Planar-N, Price and TPU
-//     Tile, the 12-layer, 8-head, 512-wide DiT for Tree, DiT-S for Ego,
+//     dataset (docs/design.md, "LG-Flow recipes per dataset"): DiT-T for
+//     Planar, Planar-N, Price and TPU Tile, the 12-layer, 8-head,
+//     512-wide DiT for Tree, DiT-S for Ego,
 //     DiT-B for MOSES (weight decay 0.1), with the reference's batch sizes
 //     and step counts (planar-512: batch 128).
 //   - "cpu": Preset("cpu") (a 4 x 128 DiT that trains on two cores) with a
 //     batch that shrinks for large graphs (Ego 16, Planar-256 16,
 //     Planar-512 8) and TimeMean 1, which trains more where the LG-VAE
 //     decoder needs precise latents (the shipped planar flow's validation
-//     validity went from 0 to 0.33 over the same 4k steps; README).
+//     validity went from 0 to 0.33 over the same 4k steps; docs/results.md).
 //
 // Other sizes ("T", "S", "B", "tiny") fall back to Preset, whatever the
 // dataset.

@@ -3,7 +3,8 @@ package flow
 import "testing"
 
 // TestPresetFor checks the per-dataset recipes against the reference's
-// training configurations (REFERENCE 2.2) and the cpu variants.
+// training configurations (docs/design.md, "LG-Flow recipes per dataset")
+// and the cpu variants.
 func TestPresetFor(t *testing.T) {
 	for _, c := range []struct {
 		dataset, size       string

@@ -130,10 +130,10 @@ func WLColors(g *Graph, rounds int) []int { return refine(g, rounds, false) }
 func WLColorsLabeled(g *Graph, rounds int) []int { return refine(g, rounds, true) }
 
 // WLOrbits returns the 1-WL "orbits" lgflow uses for symmetry breaking
-// (REFERENCE 1.1): colour refinement run to stability on the undirected,
-// unlabelled view of g; every colour class with more than one node gets an
-// id 1, 2, ... in order of first appearance (by node index) and nodes in
-// singleton classes get 0.
+// (docs/design.md, "Pre-processing"): colour refinement run to stability
+// on the undirected, unlabelled view of g; every colour class with more
+// than one node gets an id 1, 2, ... in order of first appearance (by node
+// index) and nodes in singleton classes get 0.
 func WLOrbits(g *Graph) []int {
 	h := g
 	if g.directed {

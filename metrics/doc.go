@@ -1,6 +1,7 @@
 // Package metrics evaluates sets of generated graphs against reference
 // graphs with the statistics of GRAN, SPECTRE, DeFoG and Directo as used
-// in the LG-Flow paper (REFERENCE 4), reproducing the reference code's
+// in the LG-Flow paper (docs/design.md, "Evaluation" and "DAG metrics"),
+// reproducing the reference code's
 // numbers.
 //
 // MMD. MMD returns the biased estimator of the squared maximum mean

@@ -241,7 +241,8 @@ func allFeats(ctx context.Context, gs []*graph.Graph, opt Options, progress func
 	return out, ctx.Err()
 }
 
-// Evaluate computes the metrics of REFERENCE 4 for the generated graphs
+// Evaluate computes the paper's metrics (docs/design.md, "Evaluation" and
+// "DAG metrics") for the generated graphs
 // gen against the reference graphs ref (the test split in the paper's
 // tables), with train the training graphs (needed for novelty, V.U.N. and
 // the Ego ratio; may be nil). Generated graphs without nodes are dropped

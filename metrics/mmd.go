@@ -110,7 +110,7 @@ func NormalizeHist(v []float64) []float64 {
 var ErrEmptySet = errors.New("metrics: empty sample set")
 
 // MMD returns the biased estimator of the squared maximum mean discrepancy
-// between the samples x and y (REFERENCE 4.1):
+// between the samples x and y (docs/design.md, "Evaluation"):
 //
 //	MMD² = mean_{x,x'} K(x,x') + mean_{y,y'} K(y,y') - 2 mean_{x,y} K(x,y),
 //

@@ -8,7 +8,8 @@ import (
 	"lgflow/spectral"
 )
 
-// Histogram settings of the GRAN/SPECTRE statistics (REFERENCE 4.2, 4.5).
+// Histogram settings of the GRAN/SPECTRE statistics (docs/design.md,
+// "Evaluation" and "DAG metrics").
 const (
 	ClusteringBins = 100
 	SpectralBins   = 200
@@ -18,7 +19,7 @@ const (
 	WaveletFilters = 12
 )
 
-// Kernel widths σ of the statistics (REFERENCE 4.2).
+// Kernel widths σ of the statistics (docs/design.md, "Evaluation").
 const (
 	SigmaDegree     = 1.0
 	SigmaClustering = 0.1
@@ -131,7 +132,8 @@ func spectralPMF(vals []float64) []float64 {
 	return h
 }
 
-// SpectralHistogram returns the spectral statistic of g (REFERENCE 4.2):
+// SpectralHistogram returns the spectral statistic of g (docs/design.md,
+// "Evaluation"):
 // all eigenvalues of the normalised Laplacian (spectral.NormalizedLaplacian),
 // histogrammed into 200 bins on (-1e-5, 2) and divided by their count.
 // Eigenvalues within 1e-9 above 2 are counted as 2 (see the package
@@ -154,7 +156,8 @@ func spectralHistogram(s *spectral.Solver, g *graph.Graph) ([]float64, error) {
 }
 
 // PageRankSpectralHistogram returns the DAG spectral statistic
-// (REFERENCE 4.5): the eigenvalues of spectral.PageRankLaplacian(g, 0.95)
+// (docs/design.md, "DAG metrics"): the eigenvalues of
+// spectral.PageRankLaplacian(g, 0.95)
 // histogrammed like SpectralHistogram.
 func PageRankSpectralHistogram(g *graph.Graph) ([]float64, error) {
 	vals, _, err := pageRankEigen(spectral.NewSolver(), g, false)
@@ -232,7 +235,8 @@ func Abspline(dst []float64, x float64, scales []float64) {
 }
 
 // WaveletHistogram returns the wavelet statistic of a directed graph
-// (REFERENCE 4.5): with L = UΛUᵀ the PageRank directed Laplacian, for each
+// (docs/design.md, "DAG metrics"): with L = UΛUᵀ the PageRank directed
+// Laplacian, for each
 // of the 12 Abspline filters g the row-wise sums of squares of
 // U·diag(g(λ))·Uᵀ (equal to Σ_j U_ij² g(λ_j)²), histogrammed into 100 bins
 // on [0, γ]; the 12 histograms concatenated (1200 counts).

@@ -40,7 +40,7 @@ type VUNOptions struct {
 }
 
 // VUNResult holds the validity, uniqueness and novelty fractions of a
-// generated set (REFERENCE 4.3), each in [0, 1].
+// generated set (docs/design.md, "Evaluation"), each in [0, 1].
 type VUNResult struct {
 	// Valid is the fraction of generated graphs passing the validity test.
 	Valid float64

@@ -16,8 +16,9 @@ type AdamWConfig struct {
 	// through SetLR. Default 2e-4 (both LG-VAE and LG-Flow runs).
 	LR float64 `json:"lr"`
 	// Beta1 and Beta2 are the decay rates of the first and second moment
-	// estimates. Default (0.9, 0.95), the project's choice (REFERENCE 1.5,
-	// 2.2); note that PyTorch's default Beta2 is 0.999.
+	// estimates. Default (0.9, 0.95), the reference recipes' choice for both
+	// models (docs/design.md, "Training recipes"); note that PyTorch's
+	// default Beta2 is 0.999.
 	Beta1 float64 `json:"beta1"`
 	Beta2 float64 `json:"beta2"`
 	// Eps is added to the denominator for stability. Default 1e-8 (as

@@ -10,7 +10,8 @@ import (
 )
 
 // EMAConfig holds the parameters of the EMA warm-up schedule of
-// ema-pytorch (lucidrains, v0.7.7), which LG-Flow uses (REFERENCE 2.2).
+// ema-pytorch (lucidrains, v0.7.7), which LG-Flow uses (docs/design.md,
+// "Training recipes").
 type EMAConfig struct {
 	// Beta caps the decay. Default 0.9999.
 	Beta float64 `json:"beta"`

@@ -23,10 +23,11 @@ type Param struct {
 }
 
 // DefaultDecay is the project's rule for which parameters get weight decay
-// (REFERENCE 1.5, after nanoGPT): those with rank >= 2 (weight matrices,
-// embeddings, 2-D vectors such as the eps vector), but not biases and
-// normalisation scales and shifts (rank 1) or scalars. name is unused; it is
-// there so callers can swap in a rule that looks at names.
+// (nanoGPT's, as in the reference; docs/design.md, "Training recipes"):
+// those with rank >= 2 (weight matrices, embeddings, 2-D vectors such as
+// the eps vector), but not biases and normalisation scales and shifts
+// (rank 1) or scalars. name is unused; it is there so callers can swap in
+// a rule that looks at names.
 func DefaultDecay(name string, shape []int) bool { return len(shape) >= 2 }
 
 // NonFiniteError reports a NaN or infinite gradient element.

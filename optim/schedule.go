@@ -13,13 +13,15 @@ type Schedule interface {
 }
 
 // Constant is a schedule that always returns the same learning rate. The
-// LG-Flow training uses Constant(2e-4) (REFERENCE 2.2).
+// reference LG-Flow recipe uses Constant(2e-4) (docs/design.md, "Training
+// recipes").
 type Constant float64
 
 // LR returns float64(c) for every step.
 func (c Constant) LR(step int) float64 { return float64(c) }
 
-// WarmupCosine is the nanoGPT schedule used for the LG-VAE (REFERENCE 1.5):
+// WarmupCosine is the nanoGPT schedule of the LG-VAE recipes
+// (docs/design.md, "Training recipes"):
 //
 //	lr(s) = Peak*s/Warmup                                   for s < Warmup
 //	lr(s) = Min + (Peak-Min) * (1 + cos(pi*r))/2,

@@ -41,7 +41,8 @@ type PaperRow struct {
 
 // Spec says how a dataset goes through the pipeline: which splits train,
 // validate and test the models, how samples are evaluated, and what the
-// paper reports for it (REFERENCE.md sections 3 to 5).
+// paper reports for it (docs/design.md, "Datasets", "Evaluation" and "The
+// paper's figures").
 type Spec struct {
 	// Name is the datasets.Load name ("planar", "tpu", ...).
 	Name string
@@ -99,7 +100,8 @@ var (
 	dagCols     = []Column{ColOutDegree, ColInDegree, ColClust, ColSpectral, ColWavelet, ColValid, ColUnique, ColNovel, ColVUN, ColTime}
 )
 
-// specs holds the datasets of the paper (REFERENCE.md section 5).
+// specs holds the datasets of the paper (docs/design.md, "The paper's
+// figures").
 var specs = map[string]Spec{
 	"planar": {Name: "planar", Title: "Extended Planar", Kind: metrics.Planar, Valid: metrics.IsValidPlanar,
 		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
@@ -148,7 +150,8 @@ var specs = map[string]Spec{
 }
 
 func init() {
-	// Planar-N (REFERENCE 5, "Larger planar graphs"): the columns are
+	// Planar-N (the paper's "larger planar graphs" table; docs/design.md,
+	// "The paper's figures"): the columns are
 	// sample accuracy / Deg / Orbit / Clust / Spec / VUN / time.
 	for _, p := range []struct {
 		n         int

@@ -1,5 +1,5 @@
 // Package spectral computes graph Laplacians and their low eigenpairs, the
-// positional features LG-VAE encodes (REFERENCE 1.1).
+// positional features LG-VAE encodes (docs/design.md, "Pre-processing").
 //
 // Laplacians (all dense, row-major n x n, built from a *graph.Graph):
 //
@@ -9,7 +9,8 @@
 //   - MagneticLaplacian: the Hermitian L_q = D_s - A_s ⊙ exp(iΘ) with
 //     A_s = A ∨ Aᵀ and Θ = 2πq(A - Aᵀ), returned as real and imaginary parts;
 //   - PageRankLaplacian: Chung's directed Laplacian of the PageRank walk,
-//     I - (Π^{1/2} P Π^{-1/2} + Π^{-1/2} Pᵀ Π^{1/2})/2 (REFERENCE 4.5).
+//     I - (Π^{1/2} P Π^{-1/2} + Π^{-1/2} Pᵀ Π^{1/2})/2 (docs/design.md,
+//     "DAG metrics").
 //
 // Directed graphs are symmetrised (A ∨ Aᵀ) for the combinatorial and
 // normalised Laplacians.

@@ -18,7 +18,8 @@ import (
 type Kind int
 
 const (
-	// Combinatorial is L = D - A (REFERENCE 1.1, undirected graphs).
+	// Combinatorial is L = D - A (undirected graphs; docs/design.md,
+	// "Pre-processing").
 	Combinatorial Kind = iota
 	// Normalized is I - D^{-1/2} A D^{-1/2}.
 	Normalized

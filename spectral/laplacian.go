@@ -11,7 +11,8 @@ import (
 )
 
 // DefaultAlpha is the PageRank damping factor α of the directed Laplacian
-// used by the DAG metrics (REFERENCE 4.5) and networkx's default.
+// used by the DAG metrics (docs/design.md, "DAG metrics") and networkx's
+// default.
 const DefaultAlpha = 0.95
 
 // symNeighbors calls f(v) once for every neighbour v of u in the
@@ -127,7 +128,8 @@ func DirectedEdgeCount(g *graph.Graph) int {
 }
 
 // QEff returns the magnetic potential the reference code uses per graph
-// (REFERENCE 1.1): q_eff = 0.1 / max(1, min(m, n)), where m is
+// (docs/design.md, "Pre-processing"): q_eff = 0.1 / max(1, min(m, n)),
+// where m is
 // DirectedEdgeCount(g) and n the number of nodes.
 func QEff(g *graph.Graph) float64 {
 	return 0.1 / float64(max(1, min(DirectedEdgeCount(g), g.N())))
@@ -176,7 +178,7 @@ func magneticInto(re, im []float64, g *graph.Graph, q float64) ([]float64, []flo
 var ErrAlpha = errors.New("spectral: PageRank alpha must be in (0, 1)")
 
 // PageRankLaplacian returns Chung's directed Laplacian of the PageRank walk
-// on g with damping alpha (REFERENCE 4.5, networkx
+// on g with damping alpha (docs/design.md, "DAG metrics"; networkx
 // directed_laplacian_matrix with walk_type="pagerank"):
 //
 //	P = alpha · (row-normalised A, dangling rows set to 1/n) + (1 - alpha)/n,

@@ -11,8 +11,9 @@ import (
 )
 
 // Features are the pre-computed inputs of the LG-VAE encoder for one graph
-// (REFERENCE 1.1, with lgflow's slot mask of section 8.1), stored as float32
-// so they can be batched into tensors without conversion.
+// (docs/design.md, "Pre-processing", with the slot mask of "Departures from
+// the reference code"), stored as float32 so they can be batched into
+// tensors without conversion.
 type Features struct {
 	// N is the number of nodes and K the number of eigen-slots.
 	N, K int

@@ -186,7 +186,8 @@ type Preset struct {
 	Train TrainConfig
 }
 
-// paperTrain returns the reference training recipe (REFERENCE.md 1.5).
+// paperTrain returns the reference training recipe (docs/design.md,
+// "Training recipes").
 func paperTrain(lr, minLR float64, steps, warmup, batch int) TrainConfig {
 	return TrainConfig{Steps: steps, BatchSize: batch, LR: lr, MinLR: minLR, Warmup: warmup,
 		WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 1000, CheckpointEvery: 500}

@@ -27,12 +27,13 @@
 //
 // # Choices that differ from the reference code
 //
-// lgflow follows REFERENCE.md section 8: padded eigen-slots are masked; in
+// See docs/design.md, "Departures from the reference code": padded
+// eigen-slots are masked; in
 // evaluation mode a graph's latents never depend on the rest of its batch
 // (LayerNorm by default; orbit noise seeded from the graph itself); q is
 // one value per model; the score scale is 1/sqrt(d). Three options, off in
 // the paper presets and on in the cpu presets, make small models learn
-// much faster on two cores (measured in README.md): ScaleEigvecs,
+// much faster on two cores (the Config fields say why): ScaleEigvecs,
 // LogVarInit and PhiGate (a multiplicative path u·g(λ) inside phi, which
 // stays a per-(node, slot) function summed over slots).
 //

@@ -4,8 +4,9 @@ package vae
 // classes (atom types C, N, S, O, F, Cl, Br) and 4 edge classes (bond
 // types single, double, triple, aromatic; the decoder adds "no bond").
 //
-//   - "moses/paper" is the configuration of the paper's code (REFERENCE
-//     1.5): k 16, d 24, h 384, rho 8 x 384, DeepSet 24, eta 0.05; AdamW
+//   - "moses/paper" is the configuration of the paper's code
+//     (docs/design.md, "Training recipes"): k 16, d 24, h 384, rho 8 x 384,
+//     DeepSet 24, eta 0.05; AdamW
 //     2e-4 -> 1e-4 over 20,000 steps, warmup 400, batch 512. The paper's
 //     table says h 256, rho 16 x 256, eta 0.005 instead; the code's values
 //     are the ones that produced its numbers.

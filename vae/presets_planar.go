@@ -3,8 +3,8 @@ package vae
 import "fmt"
 
 // Presets for the larger planar datasets "planar-128", "planar-256" and
-// "planar-512" (Planar-N, REFERENCE section 5: Delaunay graphs of N
-// nodes, 8192/256/256).
+// "planar-512" (Planar-N: Delaunay graphs of N nodes, 8192/256/256;
+// docs/design.md, "Datasets").
 //
 //   - "planar-N/paper" is the Extended Planar configuration of the paper
 //     (k 16, d 16, phi and rho 16 x 256, DeepSet 16) with the batch

@@ -1,7 +1,7 @@
 // Package datasets builds the graph datasets of the LG-Flow paper
-// (REFERENCE section 3) reproducibly on any machine: the synthetic sets
-// (Extended Planar, Planar-128/256/512, Extended Tree, Price DAGs) are
-// generated from a seed, and the data-backed sets (Ego, TPU Tile) are
+// (docs/design.md, "Datasets") reproducibly on any machine: the synthetic
+// sets (Extended Planar, Planar-128/256/512, Extended Tree, Price DAGs)
+// are generated from a seed, and the data-backed sets (Ego, TPU Tile) are
 // read from the shared data directory.
 //
 // Synthetic sets are 8704 graphs generated in order from one seed: the

@@ -103,11 +103,12 @@ func Tree(n, count int, seed uint64) []*graph.Graph {
 }
 
 // Price returns count directed acyclic Price graphs with n nodes each
-// (Directo's generator, REFERENCE section 3): with m = round(log2 n) and a
-// bag holding node 0, each node i = 1..n-1 draws m targets from the bag
-// uniformly with replacement, gets an edge i -> j to each distinct target,
-// and adds itself and all m draws to the bag (so P(j) ∝ 1 + times j was
-// drawn). Finally the nodes are renamed by a uniform random permutation.
+// (Directo's generator; docs/design.md, "Datasets"): with m = round(log2 n)
+// and a bag holding node 0, each node i = 1..n-1 draws m targets from the
+// bag uniformly with replacement, gets an edge i -> j to each distinct
+// target, and adds itself and all m draws to the bag (so P(j) ∝ 1 + times
+// j was drawn). Finally the nodes are renamed by a uniform random
+// permutation.
 // It panics if n < 1.
 func Price(n, count int, seed uint64) []*graph.Graph {
 	return mustGenerate(priceGraph, "price", n, count, seed)

@@ -22,7 +22,8 @@ import (
 	"lgflow/graph/datasets"
 )
 
-// The "moses" dataset (REFERENCE sections 3 and 8.10), registered with
+// The "moses" dataset (docs/design.md, "Molecules" and "Departures from
+// the reference code" 7: the data available here), registered with
 // package datasets so that datasets.Load, "lgflow data" and "lgflow
 // train-vae" know it. Graphs use the MOSES encoding (node label = atom type
 // 0..6 for C, N, S, O, F, Cl, Br) with edge label = bond type 0..3 (single,

@@ -2,7 +2,7 @@
 // default, without RDKit: a SMILES parser, RDKit-compatible sanitisation
 // (valences, kekulisation, aromaticity), canonical SMILES, conversion
 // between molecules and labelled graphs for LG-VAE/LG-Flow (MOSES and
-// GuacaMol encodings, REFERENCE section 3), and the chemistry the MOSES
+// GuacaMol encodings, docs/design.md "Molecules"), and the chemistry the MOSES
 // metrics need (Morgan fingerprints, Bemis–Murcko scaffolds). SMARTS
 // matching is in package mol/smarts and the MOSES metric suite in
 // mol/moses.

@@ -6,10 +6,11 @@ import (
 	"lgflow/graph"
 )
 
-// Encoding maps molecules to labelled graphs and back (REFERENCE section
-// 3): node label = index of the atom's element in AtomTypes, edge label =
-// bond class (single 1, double 2, triple 3, aromatic 4). Hydrogens are
-// implicit; formal charges are not encoded and are re-derived on decoding.
+// Encoding maps molecules to labelled graphs and back (docs/design.md,
+// "Molecules"): node label = index of the atom's element in AtomTypes,
+// edge label = bond class (single 1, double 2, triple 3, aromatic 4).
+// Hydrogens are implicit; formal charges are not encoded and are re-derived
+// on decoding.
 type Encoding struct {
 	// Name identifies the encoding ("moses", "guacamol").
 	Name string
@@ -124,8 +125,9 @@ func (e *Encoding) FromGraph(g *graph.Graph) (*Mol, error) {
 	return m, nil
 }
 
-// Decode turns a generated graph into canonical SMILES following
-// REFERENCE 4.6 and DiGress's compute_validity: FromGraph, sanitise the
+// Decode turns a generated graph into canonical SMILES following the
+// reference code and DiGress's compute_validity (docs/design.md,
+// "Molecules"): FromGraph, sanitise the
 // whole molecule, split it into fragments and sanitise each again (RDKit's
 // GetMolFrags with sanitizeFrags; a sanitised aromatic system can fail the
 // second kekulisation), then write the canonical SMILES of the fragment
@@ -155,7 +157,7 @@ func (e *Encoding) Decode(g *graph.Graph) (string, error) {
 }
 
 // NodeFeatureLen and EdgeFeatureLen are the lengths of the encoder feature
-// vectors of REFERENCE section 3.
+// vectors (docs/design.md, "Molecules").
 const (
 	NodeFeatureLen = 11
 	EdgeFeatureLen = 7

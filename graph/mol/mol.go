@@ -6,7 +6,8 @@ import (
 )
 
 // BondOrder is the type of a bond. Its values double as the edge classes of
-// REFERENCE section 3 (single 1, double 2, triple 3, aromatic 4; 0 = no bond).
+// the molecule encoding (single 1, double 2, triple 3, aromatic 4; 0 = no
+// bond; docs/design.md, "Molecules").
 type BondOrder uint8
 
 // Bond orders.
