@@ -2,12 +2,10 @@ package graph
 
 import (
 	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"math/bits"
-	"os"
 	"strings"
 )
 
@@ -372,41 +370,10 @@ func WriteGraphs(w io.Writer, gs []*Graph) error {
 // ReadFile reads a file of graph6 / digraph6 / sparse6 lines
 // (gzip-compressed if the name ends in ".gz"). Errors name the file and
 // line.
-func ReadFile(path string) ([]*Graph, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
-	}
-	gs, err := ReadGraphs(r)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return gs, nil
-}
+func ReadFile(path string) ([]*Graph, error) { return readGraphsFile(path, ReadGraphs) }
 
 // WriteFile writes gs as graph6 / digraph6 lines (see WriteGraphs) to path
 // atomically: the data goes to a temporary file in the same directory,
 // which is synced and then renamed over path. A name ending in ".gz" is
 // gzip-compressed.
-func WriteFile(path string, gs []*Graph) error {
-	return WriteFileAtomic(path, func(w io.Writer) error {
-		if strings.HasSuffix(path, ".gz") {
-			zw := gzip.NewWriter(w)
-			if err := WriteGraphs(zw, gs); err != nil {
-				return err
-			}
-			return zw.Close()
-		}
-		return WriteGraphs(w, gs)
-	})
-}
+func WriteFile(path string, gs []*Graph) error { return writeGraphsFile(path, gs, WriteGraphs) }

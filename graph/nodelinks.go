@@ -3,11 +3,9 @@ package graph
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 )
 
@@ -95,41 +93,12 @@ func IsNodeLinkPath(path string) bool {
 
 // ReadNodeLinkFile reads the node-link graphs of a file (ReadNodeLinks;
 // gzip-compressed if the name ends in ".gz"). Errors name the file.
-func ReadNodeLinkFile(path string) ([]*Graph, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
-	}
-	gs, err := ReadNodeLinks(r)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return gs, nil
-}
+func ReadNodeLinkFile(path string) ([]*Graph, error) { return readGraphsFile(path, ReadNodeLinks) }
 
 // WriteNodeLinkFile writes gs as node-link JSON Lines (WriteNodeLinks) to
 // path atomically; a name ending in ".gz" is gzip-compressed.
 func WriteNodeLinkFile(path string, gs []*Graph) error {
-	return WriteFileAtomic(path, func(w io.Writer) error {
-		if strings.HasSuffix(path, ".gz") {
-			zw := gzip.NewWriter(w)
-			if err := WriteNodeLinks(zw, gs); err != nil {
-				return err
-			}
-			return zw.Close()
-		}
-		return WriteNodeLinks(w, gs)
-	})
+	return writeGraphsFile(path, gs, WriteNodeLinks)
 }
 
 // ReadAnyFile reads a file of graphs in the format its name says:
