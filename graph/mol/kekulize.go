@@ -299,7 +299,10 @@ func coverMatching(g [][]int, optional func(v int) bool) []int {
 	}
 	match := maxMatching(x)[:n]
 	for v, w := range match {
-		if w >= n {
+		// A pair of optional vertices covers nothing required: leave both
+		// bare (two dummy atoms in a ring of no aromatic atom, *1*=C1,
+		// took a double bond between them and read back as *1=*=C1).
+		if w >= n || (w >= 0 && optional(v) && optional(w)) {
 			match[v] = -1
 		}
 	}
@@ -459,7 +462,7 @@ func (m *Mol) canonicalizeKekule() {
 	for k := range g {
 		slices.SortFunc(g[k], func(a, b int) int { return ranks[cs[a]] - ranks[cs[b]] })
 	}
-	match := maxMatching(g)
+	match := coverMatching(g, func(k int) bool { return m.Atoms[cs[k]].Element == 0 })
 	for k, b := range m.kekBonds {
 		bd := &m.Bonds[b]
 		if bd.Aromatic {
@@ -473,8 +476,8 @@ func (m *Mol) canonicalizeKekule() {
 			bd.Order = Single
 		}
 	}
-	for _, mk := range match {
-		if mk < 0 { // cannot happen: a perfect matching existed
+	for k, mk := range match {
+		if mk < 0 && m.Atoms[cs[k]].Element != 0 { // cannot happen: a covering matching existed
 			for k, b := range m.kekBonds {
 				m.Bonds[b].Order = saved[k]
 			}

@@ -15,6 +15,7 @@
 package smarts
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -268,18 +269,32 @@ func (p *Pattern) finish() {
 		}
 		comps = append(comps, c)
 	}
-	// Larger components first: matching a component of one atom never
-	// fails while atoms remain, so placing small components first could
-	// only take atoms a larger one needs, and the search would try every
-	// placement of them before backtracking into the larger one
-	// (BBB.B.B.B.B.B.B.B.B.BB took minutes against its own molecule). The
-	// body of a recursive SMARTS keeps its first component first.
+	// Larger components first, and among equal sizes the more selective:
+	// components are matched one after the other, and one placed early can
+	// take the atoms a later one needs, which the search then finds out
+	// only after trying every placement of everything in between
+	// (BBB.B.B.B.B.B.B.B.B.BB, or *.B.B...B with the * on a B, took minutes
+	// against their own molecules). Patterns of many components can still
+	// be exponential to match, as in any backtracking matcher. The body of
+	// a recursive SMARTS keeps its first component first.
 	first := 0
 	if p.isRecursive {
 		first = 1
 	}
 	if len(comps) > first {
-		slices.SortStableFunc(comps[first:], func(a, b []int) int { return len(b) - len(a) })
+		best := func(c []int) float64 {
+			s := 1.0
+			for _, v := range c {
+				s = min(s, score[v])
+			}
+			return s
+		}
+		slices.SortStableFunc(comps[first:], func(a, b []int) int {
+			if len(a) != len(b) {
+				return len(b) - len(a)
+			}
+			return cmp.Compare(best(a), best(b))
+		})
 	}
 	seen := make([]bool, n)
 	for ci, c := range comps {
