@@ -62,6 +62,12 @@ type Config struct {
 	// precision of the latents is decided: with m = 0 fewer than 2% of
 	// training draws have t > 0.9.
 	TimeMean float64 `json:"time_mean,omitempty"`
+	// Standardize makes the flow work on per-dimension standardised
+	// latents, (z - mean)/std with the statistics of the training latents
+	// (stored with the model), instead of the reference's one global
+	// scale s·z. With one scale, latent dimensions of small spread carry
+	// little signal next to the noise until the very end of the path.
+	Standardize bool `json:"standardize,omitempty"`
 	// OTCoupling pairs each training graph's noise tokens with its data
 	// tokens by a minimal-cost assignment (squared distance) before
 	// forming the path, instead of at random. The denoiser is
@@ -148,8 +154,12 @@ type Model struct {
 	VAE *vae.Model
 	// Net holds the EMA weights used for sampling.
 	Net *dit.Model
-	// Scale is the latent scale s: the network works on s·z.
+	// Scale is the latent scale s: the network works on s·z (1 with
+	// Config.Standardize).
 	Scale float64
+	// Mean and Std are the per-dimension statistics of Config.Standardize:
+	// the network works on (z - Mean)/Std. nil without it.
+	Mean, Std []float64
 	// NodeCounts[n] is the number of training graphs with n nodes; sampled
 	// graphs draw their sizes from this histogram.
 	NodeCounts []int
@@ -158,6 +168,8 @@ type Model struct {
 // Metadata keys of a flow checkpoint.
 const (
 	metaScale      = "latent_scale"
+	metaMean       = "latent_mean"
+	metaStd        = "latent_std"
 	metaNodeCounts = "node_counts"
 	metaVAEConfig  = "vae_config"
 	metaVAEPrint   = "vae_fingerprint"
@@ -177,6 +189,9 @@ func (m *Model) Save(path string, extra map[string]string) error {
 		metaVAEConfig:      trainer.MarshalMeta(m.VAE.Cfg),
 		metaVAEPrint:       nn.Fingerprint(m.VAE),
 		metaEncPrint:       m.VAE.EncoderFingerprint(),
+	}
+	if m.Mean != nil {
+		meta[metaMean], meta[metaStd] = trainer.MarshalMeta(m.Mean), trainer.MarshalMeta(m.Std)
 	}
 	for k, v := range extra {
 		meta[k] = v
@@ -242,6 +257,17 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	}
 	if m.Scale <= 0 {
 		return nil, fmt.Errorf("latent scale %g is not positive", m.Scale)
+	}
+	if m.Cfg.Standardize {
+		if err := trainer.UnmarshalMeta(f.Metadata, metaMean, &m.Mean); err != nil {
+			return nil, err
+		}
+		if err := trainer.UnmarshalMeta(f.Metadata, metaStd, &m.Std); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.checkNorm(ae.Cfg.Latent); err != nil {
+		return nil, err
 	}
 	if len(m.NodeCounts) == 0 || slices.Max(m.NodeCounts) <= 0 {
 		return nil, fmt.Errorf("empty node-count distribution")

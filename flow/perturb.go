@@ -11,10 +11,11 @@ import (
 // this model's sampler takes them from partway along the path. For padded
 // latents z (B, N, d) in the LG-VAE's space, graphs of the given sizes, it
 // draws one time t uniformly from [tMin, tMax], forms the path's state
-// x_t = t·s·z + (1-t)·ε with fresh noise ε, integrates from t to 1 with
-// steps Euler steps (the sampler's options apply: WithFinalJump ends with
-// one step from the jump time to 1 when the jump time is after t) and
-// returns x(1)/s on the CPU.
+// x_t = t·x1 + (1-t)·ε, with x1 the flow's view of z (s·z, or z
+// standardised) and fresh noise ε, integrates from t to 1 with steps Euler
+// steps (the sampler's options apply: WithFinalJump ends with one step from
+// the jump time to 1 when the jump time is after t) and returns the result
+// in the LG-VAE's space on the CPU.
 //
 // The result is what vae.TrainOptions.Perturb expects: a decoder fine-tuned
 // on it learns to decode the latents this flow actually produces, with
@@ -47,9 +48,11 @@ func (m *Model) EndpointPerturbation(tMin, tMax float64, steps int, opts ...Samp
 			}
 		}
 		t := tMin + (tMax-tMin)*r.Uniform()
+		x1 := z.To(dt).Clone()
+		m.toFlow(x1, mask)
 		x := tensor.RandN(r, dt, B, N, d)
 		tensor.MulScalar(x, x, 1-t)
-		tensor.AddScaled(x, x, z.To(dt), t*m.Scale)
+		tensor.AddScaled(x, x, x1, t)
 		tensor.Mul(x, x, mask.Reshape(B, N, 1))
 		grid := make([]float64, 0, steps+1)
 		end, n := 1.0, steps

@@ -344,7 +344,7 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 			xsc = nil
 		}
 	}
-	tensor.MulScalar(x, x, 1/m.Scale)
+	m.fromFlow(x, mask)
 	x = x.On(tensor.CPU)
 	for _, v := range x.To(tensor.Float64).Data64() {
 		if math.IsNaN(v) || math.IsInf(v, 0) {

@@ -56,8 +56,9 @@ func EncodeLatents(ctx context.Context, ae *vae.Model, d *vae.Dataset, batch int
 	return l, nil
 }
 
-// batchLatents returns the padded (B, N, d) latents x1 = s·z of the graphs
-// idx (z = mu, or mu + sigma*eps when sample is set) and their mask (B, N).
+// batchLatents returns the padded (B, N, d) latents x1 = scale·z of the
+// graphs idx (z = mu, or mu + sigma*eps when sample is set) and their mask
+// (B, N).
 func (l *Latents) batchLatents(idx []int, scale float64, sample bool, r *tensor.RNG) (x1, mask *tensor.Tensor) {
 	d := l.Mu[0].Dim(1)
 	n := 0
@@ -291,6 +292,10 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	m := &Model{Cfg: cfg, VAE: ae, NodeCounts: NodeCountHistogram(train.Graphs)}
 	n := len(train.Graphs)
 	m.Scale = lat.latentScale(batchIdx(cfg.Seed, n, cfg.BatchSize, 0), cfg.SampleLatents, tensor.NewRNG(cfg.Seed^0x5ca1e))
+	if cfg.Standardize {
+		m.Scale = 1
+		m.Mean, m.Std = lat.latentStats()
+	}
 
 	step, best := 0, math.Inf(-1)
 	statePath, modelPath := "", ""
@@ -370,6 +375,9 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		}
 		r := tensor.NewRNG(cfg.Seed ^ (uint64(step)+1)*0x9e3779b97f4a7c15)
 		x1, mask := lat.batchLatents(batchIdx(cfg.Seed, n, cfg.BatchSize, step), m.Scale, cfg.SampleLatents, r)
+		if cfg.Standardize {
+			m.toFlow(x1, mask) // Scale is 1: standardise per dimension
+		}
 		tp := autograd.NewTape()
 		if err := stepper.Step(tp, Loss(tp, net, cfg, x1, mask, r)); err != nil {
 			return m, fmt.Errorf("flow: step %d: %w", step, err)

@@ -83,6 +83,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	steps := fs.Int("steps", 0, "override: training steps")
 	batch := fs.Int("batch", 0, "override: batch size")
 	lr := fs.Float64("lr", 0, "override: learning rate")
+	standardize := fs.Bool("standardize", false, "override: standardise latents per dimension (stored with the model) instead of one global scale (the reference)")
 	otCoupling := fs.Bool("ot-coupling", false, "override: pair each graph's noise and data tokens by a minimal-cost assignment (shorter paths; the reference pairs at random)")
 	timeMean := fs.Float64("time-mean", 0, "override: location of the logit-normal training-time distribution (0: the reference; > 0 trains more near the data; the dataset cpu presets use 1)")
 	valEvery := fs.Int("val-every", -1, "override: steps between validation sampling runs (0: off)")
@@ -132,6 +133,9 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "ot-coupling" {
 			cfg.OTCoupling = *otCoupling
+		}
+		if f.Name == "standardize" {
+			cfg.Standardize = *standardize
 		}
 		if f.Name == "time-mean" {
 			cfg.TimeMean = *timeMean
