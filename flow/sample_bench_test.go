@@ -54,4 +54,3 @@ func BenchmarkSamplePlanar256(b *testing.B) {
 	b.ReportMetric(sec, "s/op")
 	b.ReportMetric(0, "ns/op")
 }
-

@@ -79,4 +79,3 @@ func BenchmarkSampleScaling(b *testing.B) {
 		})
 	}
 }
-
