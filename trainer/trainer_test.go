@@ -2,12 +2,14 @@ package trainer_test
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"lgflow/autograd"
 	"lgflow/nn"
 	"lgflow/optim"
 	"lgflow/safetensors"
@@ -263,5 +265,57 @@ func TestClock(t *testing.T) {
 	}
 	if c.Elapsed() < 0 {
 		t.Error("negative Elapsed")
+	}
+}
+
+// TestStepperCPU checks that on the CPU a Stepper is Step: the same loss
+// and weights, bit for bit, on flattened parameters too, and an error at
+// once for a non-finite loss.
+func TestStepperCPU(t *testing.T) {
+	x := autograd.NewConst(tensor.FillUniform(tensor.New(tensor.Float32, 5, 3), tensor.NewRNG(3), -1, 1))
+	lossOf := func(tp *autograd.Tape, m *net, scale float64) *autograd.Var {
+		return tp.MulScalar(tp.SumAll(tp.Square(m.mlp.Forward(tp, x))), scale)
+	}
+	cases := []struct {
+		name    string
+		flatten bool
+		scale   float64
+		wantErr bool
+	}{
+		{"separate", false, 1, false},
+		{"flat", true, 1, false},
+		{"NaN loss", true, math.NaN(), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ref, got := newNet(1, 4), newNet(1, 4)
+			if c.flatten {
+				if err := trainer.Flatten(got); err != nil {
+					t.Fatal(err)
+				}
+			}
+			psR, optR := newOpt(t, ref)
+			psG, optG := newOpt(t, got)
+			st := trainer.NewStepper(psG, optG, 0.5)
+			for step := range 3 {
+				tp := autograd.NewTape()
+				want, errR := trainer.Step(tp, lossOf(tp, ref, c.scale), psR, optR, 0.5)
+				tp = autograd.NewTape()
+				err := st.Step(tp, lossOf(tp, got, c.scale))
+				if (err != nil) != c.wantErr || (errR != nil) != c.wantErr {
+					t.Fatalf("step %d: Stepper error %v, Step error %v, want errors %v", step, err, errR, c.wantErr)
+				}
+				if c.wantErr {
+					return
+				}
+				if l := st.Loss(); l != want {
+					t.Fatalf("step %d: loss %v, Step's %v", step, l, want)
+				}
+			}
+			sameTensors(t, "weights", nn.StateDict(ref), nn.StateDict(got))
+			if err := st.Check(); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
