@@ -185,13 +185,14 @@ func (o readOptions) loadable(dt DType) bool {
 // loadTensor allocates the tensor described by ti and fills it from data
 // (if non-nil) or from r in chunks of len(buf) bytes.
 func loadTensor(r io.ReaderAt, data []byte, base int64, ti TensorInfo, buf []byte) (*tensor.Tensor, error) {
-	n := int(ti.NumElements())
 	var t *tensor.Tensor
 	var conv func(src []byte, at int)
 	switch ti.DType {
 	case F64:
-		d := make([]float64, n)
-		t = tensor.FromFloat64(d, ti.Shape...)
+		// tensor.New, not FromFloat64: a header shape [] is a rank-0
+		// scalar, which FromFloat64 would make a vector of one element.
+		t = tensor.New(tensor.Float64, ti.Shape...)
+		d := t.Data64()
 		conv = func(src []byte, at int) {
 			dst := d[at : at+len(src)/8]
 			for i := range dst {
@@ -199,8 +200,8 @@ func loadTensor(r io.ReaderAt, data []byte, base int64, ti TensorInfo, buf []byt
 			}
 		}
 	default:
-		d := make([]float32, n)
-		t = tensor.FromFloat32(d, ti.Shape...)
+		t = tensor.New(tensor.Float32, ti.Shape...)
+		d := t.Data32()
 		switch ti.DType {
 		case F32:
 			conv = func(src []byte, at int) {
