@@ -5,6 +5,7 @@ package trainer
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -184,8 +185,11 @@ func (c *Clock) ETA(step, total int) time.Duration {
 // Step finishes one optimisation step on a recorded tape: it checks that
 // the loss is finite, zeroes the gradients, back-propagates, releases the
 // tape, checks every gradient for NaN or Inf (naming the parameter), clips
-// the global gradient norm when clip > 0, and applies the optimiser. It
-// returns the loss value. The tape is released on every path.
+// the global gradient norm when clip > 0, applies the optimiser and checks
+// that the updated weights are finite (a learning rate far too large can
+// overflow them from finite gradients). It returns the loss value. The
+// tape is released on every path. After an error the weights may be
+// spoilt: the caller must not save them.
 func Step(tp *autograd.Tape, loss *autograd.Var, params []optim.Param, opt *optim.AdamW, clip float64) (float64, error) {
 	v := loss.Value.Item()
 	if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -202,20 +206,35 @@ func Step(tp *autograd.Tape, loss *autograd.Var, params []optim.Param, opt *opti
 		optim.ClipGradNorm(params, clip)
 	}
 	opt.Step()
-	return v, nil
+	return v, checkWeights(params, opt)
+}
+
+// checkWeights returns an error naming the first parameter of ps whose
+// value holds a NaN or an infinity after an update by opt, or nil.
+func checkWeights(ps []optim.Param, opt *optim.AdamW) error {
+	values := make([]optim.Param, len(ps))
+	for i, p := range ps {
+		values[i] = optim.Param{Name: p.Name, Value: p.Value, Grad: p.Value}
+	}
+	var nf *optim.NonFiniteError
+	if err := optim.CheckFinite(values); !errors.As(err, &nf) {
+		return err
+	}
+	return fmt.Errorf("the optimiser step made weight %q (shape %v) %v at flat index %d (learning rate %g too large?)",
+		nf.Param, nf.Shape, nf.Value, nf.Index, opt.LR())
 }
 
 // Stepper finishes the optimisation steps of a training loop like Step,
 // without making the loop wait for a GPU at every step. With the loss on
 // the CPU it is Step. On another backend the checks are queued on the
 // device instead: the loss and every gradient are flagged when not finite
-// (optim.NonFiniteCheck) and the flag is read every CheckEvery steps, by
-// Check, and by the loop before it saves anything; the loss is copied on
-// the device and read only when Loss is called (at logging steps). So a
-// step with a NaN is reported up to CheckEvery steps late, with the
-// weights already spoilt: the loop must stop without saving them, which
-// checking before every save guarantees. Gradient clipping, when on,
-// still reads the gradient norm at every step.
+// (optim.NonFiniteCheck), and the weights too when the flag is read: every
+// CheckEvery steps, by Check, and by the loop before it saves anything.
+// The loss is copied on the device and read only when Loss is called (at
+// logging steps). So a step with a NaN is reported up to CheckEvery steps
+// late, with the weights already spoilt: the loop must stop without saving
+// them, which checking before every save guarantees. Gradient clipping,
+// when on, still reads the gradient norm at every step.
 type Stepper struct {
 	params []optim.Param
 	opt    *optim.AdamW
@@ -280,24 +299,33 @@ func (s *Stepper) Step(tp *autograd.Tape, loss *autograd.Var) error {
 	return nil
 }
 
-// Check reads the device-side finiteness flag (waiting for the device) and
-// returns an error if a loss or gradient of a step since the last read was
-// NaN or infinite; the model's weights are then not usable. Call it before
-// saving weights. It returns nil at once when nothing is pending.
+// Check flags the weights, reads the device-side finiteness flag (waiting
+// for the device) and returns an error if a loss or gradient of a step
+// since the last read, or a weight now, is NaN or infinite; the model's
+// weights are then not usable. Call it before saving weights. It returns
+// nil at once when nothing is pending (always on the CPU, where Step
+// checks at once).
 func (s *Stepper) Check() error {
 	if s.pending == 0 {
 		return nil
 	}
 	n := s.pending
 	s.pending = 0
+	for _, p := range s.params {
+		s.check.Add(p.Value)
+	}
 	if !s.check.Read() {
 		return nil
 	}
 	what := fmt.Sprintf("loss %v", s.loss.Item())
 	if err := optim.CheckFinite(s.params); err != nil {
 		what = err.Error()
+	} else if l := s.loss.Item(); !math.IsNaN(l) && !math.IsInf(l, 0) {
+		if err := checkWeights(s.params, s.opt); err != nil {
+			what = err.Error()
+		}
 	}
-	return fmt.Errorf("a non-finite loss or gradient in the last %d steps (latest step: %s)", n, what)
+	return fmt.Errorf("a non-finite loss, gradient or weight in the last %d steps (latest step: %s)", n, what)
 }
 
 // Loss returns the loss of the latest step (waiting for the device on a

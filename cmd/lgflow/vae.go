@@ -39,6 +39,7 @@ type modelFlags struct {
 	fs                             *flag.FlagSet
 	k, latent, width, layers, ds   *int
 	steps, batch, valEvery, ntrain *int
+	ckptEvery                      *int
 	lr, minLR, eta, logvar, kl     *float64
 	latentNoise                    *float64
 	refine, refineWidth, refineHd  *int
@@ -57,6 +58,7 @@ func newModelFlags(fs *flag.FlagSet) *modelFlags {
 		steps:       fs.Int("steps", 0, "override: training steps"),
 		batch:       fs.Int("batch", 0, "override: batch size"),
 		valEvery:    fs.Int("val-every", 0, "override: steps between validations"),
+		ckptEvery:   fs.Int("checkpoint-every", 0, "override: steps between resumable checkpoints (state.safetensors)"),
 		ntrain:      fs.Int("ntrain", 0, "use only the first N training graphs (0: all)"),
 		lr:          fs.Float64("lr", 0, "override: peak learning rate"),
 		minLR:       fs.Float64("min-lr", 0, "override: final learning rate"),
@@ -80,10 +82,10 @@ func (f *modelFlags) apply(p *vae.Preset) {
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	c, t := &p.Model, &p.Train
 	for name, dst := range map[string]*int{"k": &c.K, "latent": &c.Latent, "layers": &c.Layers, "deepset": &c.DeepSet,
-		"steps": &t.Steps, "batch": &t.BatchSize, "val-every": &t.ValEvery} {
+		"steps": &t.Steps, "batch": &t.BatchSize, "val-every": &t.ValEvery, "checkpoint-every": &t.CheckpointEvery} {
 		if set[name] {
 			*dst = *map[string]*int{"k": f.k, "latent": f.latent, "layers": f.layers, "deepset": f.ds,
-				"steps": f.steps, "batch": f.batch, "val-every": f.valEvery}[name]
+				"steps": f.steps, "batch": f.batch, "val-every": f.valEvery, "checkpoint-every": f.ckptEvery}[name]
 		}
 	}
 	if set["width"] {
