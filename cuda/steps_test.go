@@ -238,8 +238,8 @@ func checkTrainingSteps(t *testing.T, b *Backend, launches func() int) {
 }
 
 // TestEmulatedOutOfMemory fills the emulated device (its cuMemAlloc fails
-// after a number of allocations) during vae.Train and flow.Train: both
-// must return an error matching ErrOutOfMemory and tensor.ErrDevice, not
+// after a number of allocations) during vae.Train, flow.Train and
+// flow.Sample: each must return an error matching ErrOutOfMemory and tensor.ErrDevice, not
 // panic, and the backend must work afterwards.
 func TestEmulatedOutOfMemory(t *testing.T) {
 	b := emulatedBackend(t)
@@ -266,6 +266,19 @@ func TestEmulatedOutOfMemory(t *testing.T) {
 	}
 	fcfg.Steps = 3
 	tc := vae.TrainConfig{Steps: 3, BatchSize: 4, LR: 1e-3, MinLR: 1e-4, Warmup: 1, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ClipNorm: 1, Seed: 3}
+	// A flow whose denoiser lives on the device before memory runs out:
+	// sampling must fail with an error too.
+	sampler, err := flow.Train(ctx, fcfg, ae, data, lat, flow.TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sampler.ToBackend(b); err != nil {
+		t.Fatal(err)
+	}
+	sample := func() error {
+		_, err := flow.Sample(ctx, sampler, 4, flow.WithSteps(3))
+		return err
+	}
 	cases := []struct {
 		name  string
 		after int // successful driver allocations before the device is full
@@ -287,6 +300,8 @@ func TestEmulatedOutOfMemory(t *testing.T) {
 			_, err := flow.Train(ctx, fcfg, ae, data, lat, flow.TrainOptions{Backend: b})
 			return err
 		}},
+		{"flow.Sample at once", 0, sample},
+		{"flow.Sample in a step", 20, sample},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -147,7 +147,12 @@ func SampleLatents(ctx context.Context, m *Model, n int, opts ...SampleOption) (
 
 // sample validates the options, draws node counts and integrates batch after
 // batch, handing each batch's padded latents (B, N, d) on the CPU to emit.
-func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func(z *tensor.Tensor, sizes []int, o *sampleOptions) error) error {
+//
+// A failure of the denoiser's device (out of memory, any CUDA error:
+// tensor.ErrDevice) comes back as an error, so a service sampling on a GPU
+// survives it.
+func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func(z *tensor.Tensor, sizes []int, o *sampleOptions) error) (err error) {
+	defer tensor.CatchDeviceError(&err)
 	o := sampleOptions{steps: 100, batch: 256, method: Euler, temp: 1, jumpAt: DefaultFinalJump}
 	for _, f := range opts {
 		f(&o)
