@@ -93,7 +93,8 @@ type Options struct {
 	// Workers is the number of goroutines (0: GOMAXPROCS).
 	Workers int
 	// Progress, if not nil, is called as work completes with a stage name
-	// ("statistics", "vun"), the units done and the total.
+	// ("statistics", "vun"), the units done and the total. Calls never
+	// overlap, although the work runs on several goroutines.
 	Progress func(stage string, done, total int)
 }
 
@@ -279,11 +280,16 @@ func Evaluate(ctx context.Context, gen, ref, train []*graph.Graph, opt Options) 
 	if opt.Kind == Ego && len(train) > 0 {
 		all = append(all, train...)
 	}
-	var done atomic.Int64
+	// Workers finish graphs concurrently; the callback is called under a
+	// lock, so callers need not be safe for concurrent use.
+	var mu sync.Mutex
+	done := 0
 	progress := func() {
-		d := int(done.Add(1))
 		if opt.Progress != nil {
-			opt.Progress("statistics", d, len(all))
+			mu.Lock()
+			done++
+			opt.Progress("statistics", done, len(all))
+			mu.Unlock()
 		}
 	}
 	fs, err := allFeats(ctx, all, opt, progress)

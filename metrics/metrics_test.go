@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"lgflow/graph"
 	"lgflow/spectral"
@@ -548,5 +550,42 @@ func TestEvaluateEMDOption(t *testing.T) {
 	want, _ := MMD(x, y, GaussianL2(SigmaOrbit), false)
 	if *emd.Orbit != want {
 		t.Errorf("orbit with EMD option %v, want %v", *emd.Orbit, want)
+	}
+}
+
+// TestEvaluateProgressSerialised: Evaluate's workers finish graphs on
+// several goroutines, but Progress calls must never overlap (a caller may
+// keep a map of progress bars, as pipeline does), and the statistics
+// stage must count every graph once.
+func TestEvaluateProgressSerialised(t *testing.T) {
+	ref := build(t, refUndirected, false)
+	gen := build(t, genUndirected, false)
+	var inside, overlaps, last int
+	var mu sync.Mutex // guards only the test's own bookkeeping
+	calls := map[string]int{}
+	_, err := Evaluate(context.Background(), gen, ref, nil, Options{Workers: 4, Progress: func(stage string, done, total int) {
+		mu.Lock()
+		inside++
+		if inside > 1 {
+			overlaps++
+		}
+		mu.Unlock()
+		calls[stage]++ // unguarded on purpose: overlapping calls are a data race
+		if stage == "statistics" {
+			last = done
+		}
+		time.Sleep(100 * time.Microsecond)
+		mu.Lock()
+		inside--
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if overlaps > 0 {
+		t.Errorf("%d Progress calls overlapped", overlaps)
+	}
+	if n := len(gen) + len(ref); calls["statistics"] != n || last != n {
+		t.Errorf("statistics progress: %d calls ending at %d, want %d", calls["statistics"], last, n)
 	}
 }
