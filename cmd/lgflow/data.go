@@ -16,10 +16,10 @@ func init() {
 }
 
 func runData(ctx context.Context, args []string) error {
-	fs := newFlagSet("data", "lgflow data -dataset NAME -split train|val|test [-seed S] [-o FILE] [-data DIR] [-n N]")
+	fs := newFlagSet("data", "lgflow data -dataset NAME -split train|val|test [-data-seed S] [-o FILE] [-data DIR] [-n N]")
 	name := fs.String("dataset", "", "dataset: "+strings.Join(datasets.Names(), ", "))
 	split := fs.String("split", "train", "split: "+strings.Join(datasets.SplitNames, ", "))
-	seed := fs.Uint64("seed", 0, "seed of the synthetic graphs / the Ego split")
+	seed := fs.Uint64("data-seed", 0, "seed of the synthetic graphs / the Ego split (the -data-seed of the other commands)")
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	dir := fs.String("data", "", "data directory holding ego/ and tpu_tile/ (default: $LGFLOW_DATA, else ../shared/data beside go.mod)")
 	n := fs.Int("n", 0, "nodes per synthetic graph (0: the dataset's own)")

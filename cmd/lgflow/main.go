@@ -6,7 +6,18 @@
 //	lgflow <command> [flags]
 //	lgflow help [command]
 //
-// Run "lgflow help" for the list of commands.
+// The commands:
+//
+//	data        write a dataset split as graph6 / digraph6 lines
+//	train-vae   train an LG-VAE autoencoder on a dataset
+//	recon       measure an LG-VAE's reconstruction accuracy (optionally under latent noise)
+//	train-flow  train LG-Flow in the latent space of a trained LG-VAE
+//	sample      sample graphs (graph6, node-link JSON or SMILES) from trained models
+//	eval        compare generated graphs with reference graphs (MMD, validity, V.U.N., MOSES metrics)
+//	mol         canonicalise SMILES, report invalid ones and MOSES metrics
+//	convert     rewrite a checkpoint in half precision and/or shards
+//
+// "lgflow help COMMAND" lists a command's flags.
 //
 // # Adding a command
 //

@@ -53,7 +53,7 @@ func TestHelp(t *testing.T) {
 func TestData(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tree.g6")
-	code, _, errOut := run(t, "data", "-dataset", "tree", "-split", "test", "-seed", "3", "-o", file)
+	code, _, errOut := run(t, "data", "-dataset", "tree", "-split", "test", "-data-seed", "3", "-o", file)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "wrote 256 graphs")
 	got, err := graph.ReadFile(file)

@@ -63,7 +63,7 @@ func newModelFlags(fs *flag.FlagSet) *modelFlags {
 		lr:          fs.Float64("lr", 0, "override: peak learning rate"),
 		minLR:       fs.Float64("min-lr", 0, "override: final learning rate"),
 		eta:         fs.Float64("eta", -1, "override: orbit perturbation eta"),
-		logvar:      fs.Float64("logvar-init", 1, "override: initial log-variance bias (1: preset)"),
+		logvar:      fs.Float64("logvar-init", 0, "override: initial bias of the log-variance head (the cpu presets use -6, posterior std 0.05; the reference 0)"),
 		kl:          fs.Float64("kl", 0, "override: KL weight"),
 		latentNoise: fs.Float64("latent-noise", 0, "override: decoder noise relative to the latent spread (robustness for the flow)"),
 		refine:      fs.Int("refine", 0, "override: blocks of the decoder's latent refinement network (0: none, the reference)"),
