@@ -42,9 +42,7 @@ import (
 	"lgflow/graph/datasets"
 	"lgflow/graph/mol"
 	"lgflow/graph/mol/moses"
-	"lgflow/internal/atomicfile"
-	"lgflow/internal/modroot"
-	"lgflow/internal/progress"
+	"lgflow/pipeline"
 	"lgflow/tensor"
 	"lgflow/vae"
 )
@@ -202,9 +200,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 
 	vaePath, flowPath := o.vaePath, o.flowPath
 	if vaePath == "" && !o.train {
-		v, f := modroot.File("pretrained/moses/vae.safetensors"), modroot.File("pretrained/moses/flow.safetensors")
-		if exists(v) && exists(f) {
-			vaePath, flowPath = v, f
+		if dir, err := pipeline.PretrainedDir(); err == nil {
+			v, f := filepath.Join(dir, "moses", "vae.safetensors"), filepath.Join(dir, "moses", "flow.safetensors")
+			if exists(v) && exists(f) {
+				vaePath, flowPath = v, f
+			}
 		}
 	}
 	valGraphs, err := mol.MOSES.ParseGraphs(ctx, valSMILES, 0, nil)
@@ -215,7 +215,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	var trainGraphs []*graph.Graph
 	var trainSet *vae.Dataset // the training graphs' features for the LG-VAE trained here
 	if vaePath == "" || flowPath == "" {
-		trainGraphs, err = mol.MOSES.ParseGraphs(ctx, used, 0, progress.Bar(stderr, "molecules -> graphs"))
+		trainGraphs, err = mol.MOSES.ParseGraphs(ctx, used, 0, bar(stderr, "molecules -> graphs"))
 		if err != nil {
 			return err
 		}
@@ -244,7 +244,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if flowPath == "" {
 		if trainSet == nil { // the LG-VAE was loaded, not trained here
 
-			if trainSet, err = vae.Prepare(ctx, trainGraphs, ae.Cfg, progress.Bar(stderr, "eigenpairs (train)")); err != nil {
+			if trainSet, err = vae.Prepare(ctx, trainGraphs, ae.Cfg, bar(stderr, "eigenpairs (train)")); err != nil {
 				return err
 			}
 		}
@@ -264,7 +264,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	start := time.Now()
 	samples, err := flow.Sample(ctx, fm, o.n, flow.WithSeed(o.seed), flow.WithSteps(o.steps), flow.WithBatchSize(o.batch),
 		flow.WithTemperature(o.temperature),
-		flow.WithProgress(progress.Bar(stderr, "sampling")))
+		flow.WithProgress(bar(stderr, "sampling")))
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	rep.Valid = r.Valid
 	rep.Unique, rep.Novel, rep.Filters = num(r.Unique[0]), num(r.Novelty), num(r.Filters)
 	rep.SNN, rep.Scaf = num(r.SNN), num(r.Scaf)
-	if err := atomicfile.WriteJSON(filepath.Join(o.out, "report.json"), rep); err != nil {
+	if err := pipeline.WriteJSON(filepath.Join(o.out, "report.json"), rep); err != nil {
 		return err
 	}
 	printTable(stdout, rep)
@@ -311,7 +311,7 @@ func trainVAE(ctx context.Context, o options, train, val []*graph.Graph, stderr 
 	if o.vaeSteps > 0 {
 		p.Train.Steps = o.vaeSteps
 	}
-	trainSet, err := vae.Prepare(ctx, train, p.Model, progress.Bar(stderr, "eigenpairs (train)"))
+	trainSet, err := vae.Prepare(ctx, train, p.Model, bar(stderr, "eigenpairs (train)"))
 	if err != nil {
 		return "", nil, err
 	}
@@ -351,7 +351,7 @@ func trainFlow(ctx context.Context, o options, ae *vae.Model, trainSet *vae.Data
 	if o.flowSteps > 0 {
 		cfg.Steps = o.flowSteps
 	}
-	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 256, progress.Bar(stderr, "encoding latents"))
+	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 256, bar(stderr, "encoding latents"))
 	if err != nil {
 		return "", err
 	}
@@ -428,6 +428,14 @@ func exists(path string) bool {
 	return err == nil
 }
 
+// bar returns a progress callback that draws one bar labelled label on w
+// (pipeline.TextHooks: redrawn in place on a terminal, a line per tenth of
+// the work in a log).
+func bar(w io.Writer, label string) func(done, total int) {
+	h := pipeline.TextHooks(w)
+	return func(done, total int) { h.Progress(label, done, total) }
+}
+
 // progressByStage returns a moses.Options.Progress callback with one bar
 // per stage.
 func progressByStage(w io.Writer) func(stage string, done, total int) {
@@ -435,7 +443,7 @@ func progressByStage(w io.Writer) func(stage string, done, total int) {
 	return func(stage string, done, total int) {
 		b, ok := bars[stage]
 		if !ok {
-			b = progress.Bar(w, "metrics: "+stage)
+			b = bar(w, "metrics: "+stage)
 			bars[stage] = b
 		}
 		b(done, total)
