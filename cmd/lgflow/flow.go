@@ -86,7 +86,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	standardize := fs.Bool("standardize", false, "override: standardise latents per dimension (stored with the model) instead of one global scale (the reference)")
 	otCoupling := fs.Bool("ot-coupling", false, "override: pair each graph's noise and data tokens by a minimal-cost assignment (shorter paths; the reference pairs at random)")
 	timeMean := fs.Float64("time-mean", 0, "override: location of the logit-normal training-time distribution (0: the reference; > 0 trains more near the data; the dataset cpu presets use 1)")
-	valEvery := fs.Int("val-every", -1, "override: steps between validation sampling runs (0: off)")
+	valEvery := fs.Int("val-every", 0, "override: steps between validation sampling runs (0: off)")
 	valSamples := fs.Int("val-samples", 0, "override: graphs sampled per validation (more: a steadier best-checkpoint choice)")
 	valSteps := fs.Int("val-steps", 0, "override: integration steps per validation sample")
 	maxTime := fs.Duration("max-time", 0, "stop after this long (resumable), e.g. 60m")
@@ -112,32 +112,27 @@ func runTrainFlow(ctx context.Context, args []string) error {
 		return usagef("%v", err)
 	}
 	cfg.Seed = *seed
-	if *steps > 0 {
-		cfg.Steps = *steps
-	}
-	if *batch > 0 {
-		cfg.BatchSize = *batch
-	}
-	if *lr > 0 {
-		cfg.LR = *lr
-	}
-	if *valEvery >= 0 {
-		cfg.ValEvery = *valEvery
-	}
-	if *valSamples > 0 {
-		cfg.ValSamples = *valSamples
-	}
-	if *valSteps > 0 {
-		cfg.ValSteps = *valSteps
-	}
+	// An override applies when its flag is given, whatever its value (as
+	// in train-vae): -val-every 0 turns validation off.
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "ot-coupling" {
+		switch f.Name {
+		case "steps":
+			cfg.Steps = *steps
+		case "batch":
+			cfg.BatchSize = *batch
+		case "lr":
+			cfg.LR = *lr
+		case "val-every":
+			cfg.ValEvery = *valEvery
+		case "val-samples":
+			cfg.ValSamples = *valSamples
+		case "val-steps":
+			cfg.ValSteps = *valSteps
+		case "ot-coupling":
 			cfg.OTCoupling = *otCoupling
-		}
-		if f.Name == "standardize" {
+		case "standardize":
 			cfg.Standardize = *standardize
-		}
-		if f.Name == "time-mean" {
+		case "time-mean":
 			cfg.TimeMean = *timeMean
 		}
 	})
