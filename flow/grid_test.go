@@ -2,6 +2,7 @@ package flow
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"lgflow/tensor"
@@ -21,7 +22,7 @@ func TestTimeGrid(t *testing.T) {
 		{"random", 50, true, 0, nil},
 		{"random with jump", 50, true, 0.95, nil},
 	} {
-		g := timeGrid(tc.steps, tc.random, tc.jumpAt, tensor.NewRNG(3))
+		g := timeGrid(0.01, tc.steps, tc.random, tc.jumpAt, tensor.NewRNG(3))
 		if len(g) != tc.steps+1 || g[0] != 0.01 || g[tc.steps] != 1 {
 			t.Errorf("%s: grid %v, want %d times from 0.01 to 1", tc.name, g, tc.steps+1)
 			continue
@@ -47,5 +48,10 @@ func TestTimeGrid(t *testing.T) {
 				break
 			}
 		}
+	}
+	// A grid from a later start (EndpointPerturbation): uniform from 0.5
+	// to the jump at 0.9, then to 1.
+	if g, want := timeGrid(0.5, 3, false, 0.9, nil), []float64{0.5, 0.7, 0.9, 1}; !slices.EqualFunc(g, want, func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }) {
+		t.Errorf("grid from 0.5: %v, want %v", g, want)
 	}
 }

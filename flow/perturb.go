@@ -41,12 +41,7 @@ func (m *Model) EndpointPerturbation(tMin, tMax float64, steps int, opts ...Samp
 		}
 		B, N, d := z.Dim(0), z.Dim(1), z.Dim(2)
 		dt, be := m.Net.Params()[0].V.DType(), m.Net.Backend()
-		mask := tensor.New(dt, B, N)
-		for b, s := range sizes {
-			for j := range min(s, N) {
-				mask.Set(1, b, j)
-			}
-		}
+		mask := tokenMask(dt, sizes, N)
 		t := tMin + (tMax-tMin)*r.Uniform()
 		x1 := z.To(dt).Clone()
 		m.toFlow(x1, mask)
@@ -54,18 +49,11 @@ func (m *Model) EndpointPerturbation(tMin, tMax float64, steps int, opts ...Samp
 		tensor.MulScalar(x, x, 1-t)
 		tensor.AddScaled(x, x, x1, t)
 		tensor.Mul(x, x, mask.Reshape(B, N, 1))
-		grid := make([]float64, 0, steps+1)
-		end, n := 1.0, steps
+		jump := 0.0
 		if o.jumpAt > t && steps > 1 {
-			end, n = o.jumpAt, steps-1
+			jump = o.jumpAt
 		}
-		for i := range n {
-			grid = append(grid, t+(end-t)*float64(i)/float64(n))
-		}
-		grid = append(grid, end)
-		if end < 1 {
-			grid = append(grid, 1)
-		}
+		grid := timeGrid(t, steps, false, jump, r)
 		return solve(context.Background(), m, x.On(be), mask.On(be), grid, o, r)
 	}, nil
 }

@@ -237,18 +237,21 @@ func drawSizes(counts []int, n int, r *tensor.RNG) []int {
 	return sizes
 }
 
-// timeGrid returns steps+1 increasing times from 0.01 to 1. With jumpAt > 0
-// the first steps end at jumpAt and the last step goes from jumpAt to 1.
-func timeGrid(steps int, random bool, jumpAt float64, r *tensor.RNG) []float64 {
+// timeGrid returns steps+1 increasing times from start (0.01 when
+// sampling from noise) to 1. With jumpAt > 0 the first steps end at jumpAt
+// and the last step goes from jumpAt to 1. The random grid (the
+// reference's) draws the inner times from the training distribution,
+// clamped to [0.02, end].
+func timeGrid(start float64, steps int, random bool, jumpAt float64, r *tensor.RNG) []float64 {
 	g := make([]float64, steps+1)
-	end, n := 1.0, steps // the integrated part is n steps from 0.01 to end
+	end, n := 1.0, steps // the integrated part is n steps from start to end
 	if jumpAt > 0 {
 		end, n = jumpAt, steps-1
 	}
 	g[steps] = 1
 	if !random {
 		for i := range n {
-			g[i] = 0.01 + (end-0.01)*float64(i)/float64(n)
+			g[i] = start + (end-start)*float64(i)/float64(n)
 		}
 		g[n] = end
 		return g
@@ -258,9 +261,21 @@ func timeGrid(steps int, random bool, jumpAt float64, r *tensor.RNG) []float64 {
 		mid[i] = min(max(t, 0.02), end)
 	}
 	sort.Float64s(mid)
-	g[0], g[n] = 0.01, end
+	g[0], g[n] = start, end
 	copy(g[1:], mid)
 	return g
+}
+
+// tokenMask returns the (B, N) mask of the real tokens of graphs with the
+// given node counts, padded to N.
+func tokenMask(dt tensor.DType, sizes []int, N int) *tensor.Tensor {
+	mask := tensor.New(dt, len(sizes), N)
+	for b, s := range sizes {
+		for j := range min(s, N) {
+			mask.Set(1, b, j)
+		}
+	}
+	return mask
 }
 
 // integrate solves the flow ODE from noise to data for graphs of the given
@@ -272,12 +287,7 @@ func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *t
 		N = max(N, s)
 	}
 	dt, be := m.Net.Params()[0].V.DType(), m.Net.Backend()
-	mask := tensor.New(dt, B, N)
-	for b, s := range sizes {
-		for j := range s {
-			mask.Set(1, b, j)
-		}
-	}
+	mask := tokenMask(dt, sizes, N)
 	x := tensor.RandN(r, dt, B, N, d)
 	if o.temp != 1 {
 		tensor.MulScalar(x, x, o.temp)
@@ -286,7 +296,7 @@ func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *t
 	// The noise is drawn on the CPU, so a seed gives the same start on
 	// every backend.
 	x, mask = x.On(be), mask.On(be)
-	return solve(ctx, m, x, mask, timeGrid(o.steps, o.randomGrid, o.jumpAt, r), o, r)
+	return solve(ctx, m, x, mask, timeGrid(0.01, o.steps, o.randomGrid, o.jumpAt, r), o, r)
 }
 
 // solve integrates the flow ODE from x (B, N, d), the state at grid[0] on the

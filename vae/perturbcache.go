@@ -1,6 +1,7 @@
 package vae
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -32,16 +33,14 @@ func CachePerturbation(p LatentPerturbation, variants int) LatentPerturbation {
 		out := tensor.New(tensor.Float32, B, N, d)
 		of := out.Data32()
 		var miss []int
+		buf := make([]byte, 0, N*d*4)
 		mu.Lock()
 		for g := range B {
-			rows := zf[g*N*d : g*N*d+sizes[g]*d]
-			var h maphash.Hash
-			h.SetSeed(seed)
-			for _, v := range rows {
-				b := math.Float32bits(v)
-				h.Write([]byte{byte(b), byte(b >> 8), byte(b >> 16), byte(b >> 24)})
+			buf = buf[:0]
+			for _, v := range zf[g*N*d : g*N*d+sizes[g]*d] {
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
 			}
-			keys[g] = h.Sum64()
+			keys[g] = maphash.Bytes(seed, buf)
 			if vs := store[keys[g]]; len(vs) >= variants {
 				copy(of[g*N*d:], vs[r.Intn(len(vs))])
 			} else {
