@@ -63,6 +63,8 @@ func TestResumable(t *testing.T) {
 		{"steps", func(c *Config) { c.Steps *= 2 }, true},
 		{"lr", func(c *Config) { c.LR /= 2 }, true},
 		{"time mean", func(c *Config) { c.TimeMean = 1 }, true},
+		{"ot coupling", func(c *Config) { c.OTCoupling = true }, true},
+		{"standardize", func(c *Config) { c.Standardize = true }, false},
 		{"validation", func(c *Config) { c.ValEvery, c.ValSamples = 7, 3 }, true},
 		{"batch", func(c *Config) { c.BatchSize++ }, false},
 		{"width", func(c *Config) { c.DiT.Width *= 2 }, false},

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"lgflow/autograd"
@@ -291,13 +292,13 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	}
 	m := &Model{Cfg: cfg, VAE: ae, NodeCounts: NodeCountHistogram(train.Graphs)}
 	n := len(train.Graphs)
-	m.Scale = lat.latentScale(batchIdx(cfg.Seed, n, cfg.BatchSize, 0), cfg.SampleLatents, tensor.NewRNG(cfg.Seed^0x5ca1e))
+	m.Scale = lat.latentScale(trainer.BatchOrder(cfg.Seed^0xf10f10, n, cfg.BatchSize, 0), cfg.SampleLatents, tensor.NewRNG(cfg.Seed^0x5ca1e))
 	if cfg.Standardize {
 		m.Scale = 1
 		m.Mean, m.Std = lat.latentStats()
 	}
 
-	step, best := 0, math.Inf(-1)
+	var run trainer.RunState
 	statePath, modelPath := "", ""
 	meta := map[string]string{trainer.MetaKind: "lgflow.flow.state", trainer.MetaConfig: trainer.MarshalMeta(cfg)}
 	if opts.Dir != "" {
@@ -318,9 +319,12 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 				if err := ema.LoadWeights(st.Extra); err != nil {
 					return nil, fmt.Errorf("flow: resume: EMA weights: %w", err)
 				}
-				step = st.Step
-				fmt.Sscan(st.Meta["best_score"], &best)
-				fmt.Sscan(st.Meta[metaScale], &m.Scale)
+				if run, err = st.Run("best_score"); err != nil {
+					return nil, fmt.Errorf("flow: resume: %s: %w", statePath, err)
+				}
+				if m.Scale, err = strconv.ParseFloat(st.Meta[metaScale], 64); err != nil || !(m.Scale > 0) || math.IsInf(m.Scale, 0) {
+					return nil, fmt.Errorf("flow: resume: %s: bad %q metadata %q", statePath, metaScale, st.Meta[metaScale])
+				}
 			}
 		}
 	}
@@ -341,120 +345,128 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	// The stepper checks for non-finite values on a GPU every few steps,
 	// and before anything is saved.
 	stepper := trainer.NewStepper(params, opt, 0)
-	// saveWith writes the training state and, as LastFile, the EMA model
-	// s (built here when nil).
-	saveWith := func(s *Model) error {
+	// checkpoint writes the training state and, as LastFile, the EMA
+	// model.
+	checkpoint := func(st trainer.RunState) error {
 		if err := stepper.Check(); err != nil || statePath == "" {
 			return err
 		}
-		meta["best_score"] = fmt.Sprint(best)
-		if err := trainer.SaveState(statePath, net, opt, step, meta, ema.Weights()); err != nil {
+		if err := trainer.SaveState(statePath, net, opt, st.Step, st.Meta(meta), ema.Weights()); err != nil {
 			return err
 		}
-		if s == nil {
-			var err error
-			if s, err = sampler(); err != nil {
+		s, err := sampler()
+		if err != nil {
+			return err
+		}
+		return s.Save(filepath.Join(opts.Dir, LastFile), map[string]string{"step": fmt.Sprint(st.Step)})
+	}
+	validate := opts.Score != nil && cfg.ValEvery > 0
+	var validated *Model // the EMA model of the latest validation
+	loop := trainer.Loop{
+		Seed: cfg.Seed, BatchSeed: cfg.Seed ^ 0xf10f10, N: n, BatchSize: cfg.BatchSize,
+		Steps: cfg.Steps, ValEvery: cfg.ValEvery, CheckpointEvery: cfg.CheckpointEvery, LogEvery: opts.LogEvery,
+		MaxDuration: opts.MaxDuration, TiesToLater: true,
+		Step: func(step int, batch []int, r *tensor.RNG) error {
+			x1, mask := lat.batchLatents(batch, m.Scale, cfg.SampleLatents, r)
+			if cfg.Standardize {
+				m.toFlow(x1, mask) // Scale is 1: standardise per dimension
+			}
+			tp := autograd.NewTape()
+			if err := stepper.Step(tp, Loss(tp, net, cfg, x1, mask, r)); err != nil {
 				return err
 			}
-		}
-		return s.Save(filepath.Join(opts.Dir, LastFile), map[string]string{"step": fmt.Sprint(step)})
+			ema.Update(step + 1)
+			return nil
+		},
+		Checkpoint: checkpoint,
+		Progress: func(s trainer.Status) {
+			if opts.Progress == nil {
+				return
+			}
+			p := Progress{Step: s.Step, Steps: s.Steps, Loss: stepper.Loss(), Score: math.NaN(), BestScore: math.Inf(-1),
+				Elapsed: s.Elapsed, ETA: s.ETA, StepsPerSecond: s.StepsPerSecond}
+			if s.Score != nil {
+				p.Score = s.Score.Value
+			}
+			if s.Best != nil {
+				p.BestScore = s.Best.Value
+			}
+			opts.Progress(p)
+		},
 	}
-	save := func() error { return saveWith(nil) }
-	logEvery := opts.LogEvery
-	if logEvery <= 0 {
-		logEvery = 50
-	}
-	clock := trainer.NewClock(step)
-	score := math.NaN()
-	for step < cfg.Steps {
-		if err := ctx.Err(); err != nil {
-			return m, errors.Join(err, save())
-		}
-		if opts.MaxDuration > 0 && clock.Elapsed() > opts.MaxDuration {
-			break
-		}
-		r := tensor.NewRNG(cfg.Seed ^ (uint64(step)+1)*0x9e3779b97f4a7c15)
-		x1, mask := lat.batchLatents(batchIdx(cfg.Seed, n, cfg.BatchSize, step), m.Scale, cfg.SampleLatents, r)
-		if cfg.Standardize {
-			m.toFlow(x1, mask) // Scale is 1: standardise per dimension
-		}
-		tp := autograd.NewTape()
-		if err := stepper.Step(tp, Loss(tp, net, cfg, x1, mask, r)); err != nil {
-			return m, fmt.Errorf("flow: step %d: %w", step, err)
-		}
-		step++
-		ema.Update(step)
-
-		validated := false
-		if opts.Score != nil && cfg.ValEvery > 0 && (step%cfg.ValEvery == 0 || step == cfg.Steps) {
+	if validate {
+		loop.Validate = func(ctx context.Context, step int) (trainer.Score, error) {
 			if err := stepper.Check(); err != nil {
-				return m, fmt.Errorf("flow: step %d: %w", step, err)
+				return trainer.Score{}, err
 			}
 			s, err := sampler()
 			if err != nil {
-				return m, err
+				return trainer.Score{}, err
 			}
 			gs, err := Sample(ctx, s, cfg.ValSamples, WithSeed(cfg.Seed+uint64(step)), WithSteps(cfg.ValSteps))
 			if err != nil {
-				return m, errors.Join(err, save())
+				return trainer.Score{}, err
 			}
-			score, validated = opts.Score(gs), true
-			// Ties go to the later (longer-trained) model.
-			if score >= best {
-				best = score
-				if modelPath != "" {
-					if err := s.Save(modelPath, map[string]string{"val_score": fmt.Sprint(score), "step": fmt.Sprint(step)}); err != nil {
-						return m, err
-					}
-				}
-			}
+			validated = s
+			return trainer.Score{Value: opts.Score(gs)}, nil
 		}
-		if statePath != "" && cfg.CheckpointEvery > 0 && step%cfg.CheckpointEvery == 0 {
-			if err := save(); err != nil {
-				return m, err
+		// Ties go to the later (longer-trained) model.
+		loop.SaveBest = func(step int, sc trainer.Score) error {
+			if modelPath == "" {
+				return nil
 			}
-		}
-		if opts.Progress != nil && (step%logEvery == 0 || validated || step == cfg.Steps) {
-			opts.Progress(Progress{Step: step, Steps: cfg.Steps, Loss: stepper.Loss(), Score: score, BestScore: best,
-				Elapsed: clock.Elapsed(), ETA: clock.ETA(step, cfg.Steps), StepsPerSecond: clock.Rate(step)})
+			return validated.Save(modelPath, map[string]string{"val_score": fmt.Sprint(sc.Value), "step": fmt.Sprint(step)})
 		}
 	}
-	if err := stepper.Check(); err != nil {
-		return m, fmt.Errorf("flow: step %d: %w", step, err)
+	run, err = trainer.Run(ctx, run, loop)
+	if err != nil {
+		if errors.Is(err, ctx.Err()) {
+			return m, err
+		}
+		return m, fmt.Errorf("flow: %w", err)
 	}
 	s, err := sampler()
 	if err != nil {
 		return m, err
 	}
 	m.Net = s.Net
-	if modelPath != "" && (opts.Score == nil || cfg.ValEvery <= 0 || math.IsInf(best, -1)) {
-		if err := m.Save(modelPath, map[string]string{"step": fmt.Sprint(step)}); err != nil {
+	if modelPath != "" && (!validate || run.Best == nil) {
+		if err := m.Save(modelPath, map[string]string{"step": fmt.Sprint(run.Step)}); err != nil {
 			return m, err
 		}
 	}
-	return m, saveWith(s)
+	return m, nil
 }
 
 // resumable reports whether a checkpoint written under saved can continue
 // under cfg: the step count, the learning rate, the training-time
-// distribution and the validation and checkpoint cadence may change,
-// nothing else.
+// distribution, the noise pairing (OTCoupling) and the validation and
+// checkpoint cadence may change, nothing else.
 func resumable(saved, cfg Config) bool {
 	saved.Steps, saved.ValEvery, saved.ValSamples, saved.ValSteps, saved.CheckpointEvery =
 		cfg.Steps, cfg.ValEvery, cfg.ValSamples, cfg.ValSteps, cfg.CheckpointEvery
-	saved.LR, saved.TimeMean = cfg.LR, cfg.TimeMean
+	// The training-time distribution and the noise pairing change only
+	// which paths the next steps train on: a run may switch them.
+	saved.LR, saved.TimeMean, saved.OTCoupling = cfg.LR, cfg.TimeMean, cfg.OTCoupling
 	return saved == cfg
 }
 
-// batchIdx returns a step's batch of training indices (epoch-wise seeded
-// permutations), a pure function of (seed, step) so resuming is exact.
-func batchIdx(seed uint64, n, batch, step int) []int {
-	per := max(n/batch, 1)
-	epoch, pos := step/per, step%per
-	perm := tensor.NewRNG(seed ^ 0xf10f10 ^ uint64(epoch)*0x2545f4914f6cdd1d).Perm(n)
-	idx := make([]int, batch)
-	for i := range idx {
-		idx[i] = perm[(pos*batch+i)%n]
+
+// CheckpointConfig returns the configuration the training state at path
+// (a StateFile written by Train) was written with, reading only the
+// file's header. A resumed run continues with it; train-flow applies the
+// flags a user sets on top.
+func CheckpointConfig(path string) (Config, error) {
+	meta, err := trainer.ReadMeta(path)
+	if err != nil {
+		return Config{}, err
 	}
-	return idx
+	if meta[trainer.MetaKind] != "lgflow.flow.state" {
+		return Config{}, fmt.Errorf("flow: %s is not an LG-Flow training state (kind %q)", path, meta[trainer.MetaKind])
+	}
+	var c Config
+	if err := trainer.UnmarshalMeta(meta, trainer.MetaConfig, &c); err != nil {
+		return Config{}, fmt.Errorf("flow: %s: %w", path, err)
+	}
+	return c, nil
 }

@@ -90,26 +90,6 @@ const (
 	StateFile = "state.safetensors"
 )
 
-// stepRNG returns the generator for one training step: a pure function of
-// (seed, step), so a resumed run draws the same numbers as an uninterrupted one.
-func stepRNG(seed uint64, step int) *tensor.RNG {
-	return tensor.NewRNG(seed ^ (uint64(step)+1)*0x9e3779b97f4a7c15)
-}
-
-// batchOrder returns the training-set indices of a step's batch: graphs
-// are visited epoch by epoch in a seeded random order.
-func batchOrder(seed uint64, n, batch, step int) []int {
-	per := max(n/batch, 1)
-	epoch, pos := step/per, step%per
-	perm := tensor.NewRNG(seed ^ 0xa5a5a5a5 ^ uint64(epoch)*0x2545f4914f6cdd1d).Perm(n)
-	lo := pos * batch
-	idx := make([]int, 0, batch)
-	for i := range batch {
-		idx = append(idx, perm[(lo+i)%n])
-	}
-	return idx
-}
-
 // Train trains an LG-VAE on train, validating on val every tc.ValEvery steps
 // and keeping the best model by validation sample accuracy. It honours ctx
 // cancellation by writing a resumable checkpoint and returning ctx.Err()
@@ -190,7 +170,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			return nil, fmt.Errorf("vae: initial weights: %w", err)
 		}
 	}
-	step, best, bestEdge := 0, -1.0, -1.0
+	var run trainer.RunState
 	statePath, modelPath := "", ""
 	if opts.Dir != "" {
 		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
@@ -207,73 +187,71 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 				if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || saved != cfg {
 					return nil, fmt.Errorf("vae: resume: %s was written for a different model configuration", statePath)
 				}
-				step = st.Step
-				fmt.Sscan(st.Meta["best_val_sample"], &best)
-				fmt.Sscan(st.Meta["best_val_edge"], &bestEdge)
+				if run, err = st.Run("best_val_sample", "best_val_edge"); err != nil {
+					return nil, fmt.Errorf("vae: resume: %s: %w", statePath, err)
+				}
 			}
 		}
 	}
 	// The stepper checks for non-finite values on a GPU every few steps,
 	// and before anything is saved.
 	stepper := trainer.NewStepper(params, opt, tc.ClipNorm)
-	save := func() error {
+	checkpoint := func(st trainer.RunState) error {
 		if err := stepper.Check(); err != nil || statePath == "" {
 			return err
 		}
-		meta["best_val_sample"] = fmt.Sprint(best)
-		meta["best_val_edge"] = fmt.Sprint(bestEdge)
-		return trainer.SaveState(statePath, m, opt, step, meta, nil)
+		return trainer.SaveState(statePath, m, opt, st.Step, st.Meta(meta), nil)
 	}
-	logEvery := opts.LogEvery
-	if logEvery <= 0 {
-		logEvery = 50
+	var (
+		lastVal *Accuracy
+		last    = &Loss{}
+		lr      float64
+	)
+	validate := val != nil && len(val.Graphs) > 0 && tc.ValEvery > 0
+	loop := trainer.Loop{
+		Seed: tc.Seed, BatchSeed: tc.Seed ^ 0xa5a5a5a5, N: len(train.Graphs), BatchSize: tc.BatchSize,
+		Steps: tc.Steps, ValEvery: tc.ValEvery, CheckpointEvery: tc.CheckpointEvery, LogEvery: opts.LogEvery,
+		MaxDuration: opts.MaxDuration,
+		Step: func(step int, batch []int, r *tensor.RNG) error {
+			lr = sched.LR(step + 1)
+			opt.SetLR(lr)
+			sub := train.Subset(batch)
+			tp := autograd.NewTape()
+			loss, _, err := m.objective(tp, graph.NewBatch(sub.Graphs), sub.Features, r)
+			if err != nil {
+				tp.Release()
+				return err
+			}
+			last = loss
+			if err := stepper.Step(tp, loss.Total); err != nil {
+				return fmt.Errorf("edge %v, node %v, kl %v: %w", loss.Edge, loss.Node, loss.KL, err)
+			}
+			return nil
+		},
+		Checkpoint: checkpoint,
+		Progress: func(s trainer.Status) {
+			if opts.Progress == nil {
+				return
+			}
+			best := -1.0
+			if s.Best != nil {
+				best = s.Best.Value
+			}
+			opts.Progress(Progress{Step: s.Step, Steps: s.Steps, Loss: stepper.Loss(), Edge: last.Edge, Node: last.Node, KL: last.KL, LR: lr,
+				Val: lastVal, BestSample: best, Elapsed: s.Elapsed, ETA: s.ETA, StepsPerSecond: s.StepsPerSecond})
+		},
 	}
-	// finish returns the model on the CPU with err and the last checkpoint's.
-	finish := func(err error) (*Model, error) {
-		err = errors.Join(err, save())
-		h, herr := host()
-		if herr != nil {
-			return m, errors.Join(err, herr)
-		}
-		h.Train(false)
-		h.frozenEncoder, h.perturb = false, nil // settings of this training run, not of the model
-		return h, err
-	}
-	clock := trainer.NewClock(step)
-	var lastVal *Accuracy
-	m.Train(true)
-	for step < tc.Steps {
-		if err := ctx.Err(); err != nil {
-			return finish(err)
-		}
-		if opts.MaxDuration > 0 && clock.Elapsed() > opts.MaxDuration {
-			return finish(nil)
-		}
-		lr := sched.LR(step + 1)
-		opt.SetLR(lr)
-		r := stepRNG(tc.Seed, step)
-		sub := train.Subset(batchOrder(tc.Seed, len(train.Graphs), tc.BatchSize, step))
-		b := graph.NewBatch(sub.Graphs)
-		tp := autograd.NewTape()
-		loss, _, err := m.objective(tp, b, sub.Features, r)
-		if err != nil {
-			tp.Release()
-			return finish(fmt.Errorf("vae: step %d: %w", step, err))
-		}
-		if err := stepper.Step(tp, loss.Total); err != nil {
-			return m, fmt.Errorf("vae: step %d (edge %v, node %v, kl %v): %w", step, loss.Edge, loss.Node, loss.KL, err)
-		}
-		step++
-
-		validated := false
-		if val != nil && len(val.Graphs) > 0 && tc.ValEvery > 0 && (step%tc.ValEvery == 0 || step == tc.Steps) {
+	var hm *Model // the validated model on the CPU
+	if validate {
+		loop.Validate = func(ctx context.Context, step int) (trainer.Score, error) {
 			if err := stepper.Check(); err != nil {
-				return m, fmt.Errorf("vae: step %d: %w", step, err)
+				return trainer.Score{}, err
 			}
 			m.Train(false)
-			hm, err := host()
-			if err != nil {
-				return m, err
+			defer m.Train(true)
+			var err error
+			if hm, err = host(); err != nil {
+				return trainer.Score{}, err
 			}
 			var acc Accuracy
 			if opts.ValNoise > 0 {
@@ -281,48 +259,41 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			} else {
 				acc, err = Reconstruct(ctx, hm, val, tc.BatchSize)
 			}
-			m.Train(true)
 			if err != nil {
-				return finish(err)
+				return trainer.Score{}, err
 			}
-			lastVal, validated = &acc, true
+			lastVal = &acc
 			// Best by sample accuracy, ties (such as 0 early on) broken by
 			// edge accuracy.
-			if acc.Sample() > best || acc.Sample() == best && acc.Edge() > bestEdge || best < 0 {
-				best, bestEdge = acc.Sample(), acc.Edge()
-				if modelPath != "" {
-					if err := hm.Save(modelPath, map[string]string{"val_sample_acc": fmt.Sprint(best), "val_edge_acc": fmt.Sprint(bestEdge), "step": fmt.Sprint(step)}); err != nil {
-						return m, err
-					}
-				}
-			}
+			return trainer.Score{Value: acc.Sample(), TieBreak: acc.Edge()}, nil
 		}
-		if statePath != "" && tc.CheckpointEvery > 0 && step%tc.CheckpointEvery == 0 {
-			if err := save(); err != nil {
-				return m, err
+		loop.SaveBest = func(step int, s trainer.Score) error {
+			if modelPath == "" {
+				return nil
 			}
-		}
-		if opts.Progress != nil && (step%logEvery == 0 || validated || step == tc.Steps) {
-			el := clock.Elapsed()
-			opts.Progress(Progress{Step: step, Steps: tc.Steps, Loss: stepper.Loss(), Edge: loss.Edge, Node: loss.Node, KL: loss.KL, LR: lr,
-				Val: lastVal, BestSample: best, Elapsed: el, ETA: clock.ETA(step, tc.Steps),
-				StepsPerSecond: clock.Rate(step)})
+			return hm.Save(modelPath, map[string]string{"val_sample_acc": fmt.Sprint(s.Value), "val_edge_acc": fmt.Sprint(s.TieBreak), "step": fmt.Sprint(step)})
 		}
 	}
+	m.Train(true)
+	run, err = trainer.Run(ctx, run, loop)
 	m.Train(false)
-	if err := stepper.Check(); err != nil {
-		return m, fmt.Errorf("vae: step %d: %w", step, err)
-	}
-	if modelPath != "" && (val == nil || len(val.Graphs) == 0 || tc.ValEvery <= 0) {
-		hm, err := host()
-		if err != nil {
-			return m, err
+	if err == nil && modelPath != "" && !validate {
+		h, herr := host()
+		if herr == nil {
+			herr = h.Save(modelPath, nil)
 		}
-		if err := hm.Save(modelPath, nil); err != nil {
-			return m, err
-		}
+		err = herr
 	}
-	return finish(nil)
+	h, herr := host()
+	if herr != nil {
+		return m, errors.Join(err, herr)
+	}
+	h.Train(false)
+	h.frozenEncoder, h.perturb = false, nil // settings of this training run, not of the model
+	if err != nil && !errors.Is(err, ctx.Err()) {
+		err = fmt.Errorf("vae: %w", err)
+	}
+	return h, err
 }
 
 // Reconstruct encodes every graph of d with z = mu and decodes it in
@@ -433,4 +404,26 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 		tp.Release()
 	}
 	return acc, out, nil
+}
+
+// CheckpointConfig returns the model and training configuration the
+// training state at path (a StateFile written by Train) was written with,
+// reading only the file's header. A resumed run continues with it;
+// train-vae applies the flags a user sets on top.
+func CheckpointConfig(path string) (Preset, error) {
+	meta, err := trainer.ReadMeta(path)
+	if err != nil {
+		return Preset{}, err
+	}
+	if meta[trainer.MetaKind] != "lgflow.vae" {
+		return Preset{}, fmt.Errorf("vae: %s is not an LG-VAE training state (kind %q)", path, meta[trainer.MetaKind])
+	}
+	var p Preset
+	if err := trainer.UnmarshalMeta(meta, trainer.MetaConfig, &p.Model); err != nil {
+		return Preset{}, fmt.Errorf("vae: %s: %w", path, err)
+	}
+	if err := trainer.UnmarshalMeta(meta, "train", &p.Train); err != nil {
+		return Preset{}, fmt.Errorf("vae: %s: %w", path, err)
+	}
+	return p, nil
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"lgflow/cuda"
@@ -114,28 +115,51 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	cfg.Seed = *seed
 	// An override applies when its flag is given, whatever its value (as
 	// in train-vae): -val-every 0 turns validation off.
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "steps":
-			cfg.Steps = *steps
-		case "batch":
-			cfg.BatchSize = *batch
-		case "lr":
-			cfg.LR = *lr
-		case "val-every":
-			cfg.ValEvery = *valEvery
-		case "val-samples":
-			cfg.ValSamples = *valSamples
-		case "val-steps":
-			cfg.ValSteps = *valSteps
-		case "ot-coupling":
-			cfg.OTCoupling = *otCoupling
-		case "standardize":
-			cfg.Standardize = *standardize
-		case "time-mean":
-			cfg.TimeMean = *timeMean
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	override := func(c *flow.Config) {
+		for name := range set {
+			switch name {
+			case "steps":
+				c.Steps = *steps
+			case "batch":
+				c.BatchSize = *batch
+			case "lr":
+				c.LR = *lr
+			case "val-every":
+				c.ValEvery = *valEvery
+			case "val-samples":
+				c.ValSamples = *valSamples
+			case "val-steps":
+				c.ValSteps = *valSteps
+			case "ot-coupling":
+				c.OTCoupling = *otCoupling
+			case "standardize":
+				c.Standardize = *standardize
+			case "time-mean":
+				c.TimeMean = *timeMean
+			case "seed":
+				c.Seed = *seed
+			}
 		}
-	})
+	}
+	override(&cfg)
+	// A resumed run continues with its checkpoint's configuration; only
+	// the flags given override it.
+	if statePath := filepath.Join(*out, flow.StateFile); *resume && stateExists(statePath) {
+		saved, err := flow.CheckpointConfig(statePath)
+		if err != nil {
+			return err
+		}
+		if set["preset"] && cfg.DiT != saved.DiT {
+			return usagef("-preset %s is another denoiser than the one %s was trained with: %s", *preset, statePath,
+				strings.Join(configDiff(saved.DiT, cfg.DiT), ", "))
+		}
+		resumed := saved
+		override(&resumed)
+		reportResume(stderr, statePath, saved, resumed)
+		cfg = resumed
+	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}

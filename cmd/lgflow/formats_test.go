@@ -171,10 +171,11 @@ func TestSampleSMILESAndEval(t *testing.T) {
 	assert.Contains(t, text, "novel")
 }
 
-// TestTrainFlowSplit trains a flow on another split (TPU Tile's val) and
-// checks that the dataset presets' TimeMean yields to -time-mean.
-func TestTrainFlowSplit(t *testing.T) {
-	data := t.TempDir()
+// tinyTPU writes a TPU Tile validation split of six 6-node DAGs into a new
+// data directory and returns it with an untrained directed LG-VAE for it.
+func tinyTPU(t *testing.T) (data, vaePath string) {
+	t.Helper()
+	data = t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(data, "tpu_tile"), 0o755))
 	var b strings.Builder
 	for _, g := range datasets.Price(6, 6, 2) {
@@ -190,6 +191,13 @@ func TestTrainFlowSplit(t *testing.T) {
 	vc := tinyVAEConfig()
 	vc.Directed, vc.QPerGraph, vc.NodeClasses = true, true, 47
 	v, _ := tinyModels(t, t.TempDir(), vc)
+	return data, v
+}
+
+// TestTrainFlowSplit trains a flow on another split (TPU Tile's val) and
+// checks that the dataset presets' TimeMean yields to -time-mean.
+func TestTrainFlowSplit(t *testing.T) {
+	data, v := tinyTPU(t)
 
 	out := t.TempDir()
 	code, _, errOut := run(t, "train-flow", "-vae", v, "-dataset", "tpu", "-data", data, "-preset", "tiny", "-steps", "2", "-out", out)

@@ -431,7 +431,7 @@ func TestTrainVAENonFinite(t *testing.T) {
 	if code, errOut := runToEnd(t, tinyVAE(base, healthy)); code != 0 {
 		t.Fatalf("healthy run: exit status %d\n%s", code, tail(errOut))
 	}
-	stepRE := regexp.MustCompile(`lgflow train-vae: vae: step (\d+) \(`)
+	stepRE := regexp.MustCompile(`lgflow train-vae: vae: step (\d+): edge `)
 	for _, tc := range []struct {
 		name, lr string
 		want     *regexp.Regexp

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"lgflow/flow"
@@ -170,6 +171,27 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	}
 	mf.apply(&p)
 	p.Train.Seed = *seed
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// A resumed run continues with its checkpoint's configuration; only
+	// the flags given override it.
+	if statePath := filepath.Join(*out, vae.StateFile); *resume && stateExists(statePath) {
+		saved, err := vae.CheckpointConfig(statePath)
+		if err != nil {
+			return err
+		}
+		if set["preset"] && p.Model != saved.Model {
+			return usagef("-preset %s (with the model flags given) is another model than the one %s was trained with: %s", *preset, statePath,
+				strings.Join(configDiff(saved.Model, p.Model), ", "))
+		}
+		resumed := saved
+		mf.apply(&resumed)
+		if set["seed"] {
+			resumed.Train.Seed = *seed
+		}
+		reportResume(stderr, statePath, saved, resumed)
+		p = resumed
+	}
 	if err := p.Model.Validate(); err != nil {
 		return usagef("%v", err)
 	}

@@ -1,0 +1,268 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"time"
+
+	"lgflow/safetensors"
+	"lgflow/tensor"
+)
+
+// Score rates one validation: a higher Value is better, and between equal
+// Values a higher TieBreak (for example edge accuracy when sample accuracy
+// ties at 0 early in training).
+type Score struct {
+	Value    float64 `json:"value"`
+	TieBreak float64 `json:"tie_break,omitempty"`
+}
+
+// better reports whether s beats best; with tiesToLater an equal score
+// counts as better, so the later (longer-trained) model is kept.
+func (s Score) better(best Score, tiesToLater bool) bool {
+	if s.Value != best.Value {
+		return s.Value > best.Value
+	}
+	if s.TieBreak != best.TieBreak {
+		return s.TieBreak > best.TieBreak
+	}
+	return tiesToLater
+}
+
+// RunState is the part of a training run that Run owns and a checkpoint
+// carries besides weights and optimiser state: the number of steps taken
+// and the best validation score so far (nil before the first validation).
+// It is stored typed, as JSON under MetaRun.
+type RunState struct {
+	Step int    `json:"step"`
+	Best *Score `json:"best,omitempty"`
+}
+
+// MetaRun is the metadata key of a checkpoint's RunState.
+const MetaRun = "run"
+
+// Meta returns meta (a new map when nil) with st stored under MetaRun and
+// its step under MetaStep, ready for SaveState.
+func (st RunState) Meta(meta map[string]string) map[string]string {
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	meta[MetaRun] = MarshalMeta(st)
+	meta[MetaStep] = strconv.Itoa(st.Step)
+	return meta
+}
+
+// Run returns the RunState a checkpoint loaded by LoadState was saved with.
+// Checkpoints written before MetaRun existed kept the best score as a
+// number under a model-specific key: legacy names those keys (the score's
+// Value and TieBreak, "" for none), where a negative or infinite value
+// meant "no validation yet". Malformed values are an error.
+func (s *State) Run(legacy ...string) (RunState, error) {
+	if _, ok := s.Meta[MetaRun]; ok {
+		var st RunState
+		if err := UnmarshalMeta(s.Meta, MetaRun, &st); err != nil {
+			return RunState{}, err
+		}
+		if st.Step != s.Step {
+			return RunState{}, fmt.Errorf("%q metadata says step %d, %q says %d", MetaRun, st.Step, MetaStep, s.Step)
+		}
+		if st.Best != nil && (!finite(st.Best.Value) || !finite(st.Best.TieBreak)) {
+			return RunState{}, fmt.Errorf("bad %q metadata: best score %+v", MetaRun, *st.Best)
+		}
+		return st, nil
+	}
+	st := RunState{Step: s.Step}
+	var parts [2]float64
+	found := false
+	for i, key := range legacy[:min(len(legacy), 2)] {
+		v, ok := s.Meta[key]
+		if key == "" || !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) {
+			return RunState{}, fmt.Errorf("bad %q metadata %q", key, v)
+		}
+		if i == 0 {
+			found = f >= 0 && !math.IsInf(f, 0)
+		}
+		parts[i] = f
+	}
+	if found {
+		st.Best = &Score{Value: parts[0], TieBreak: max(parts[1], 0)}
+	}
+	return st, nil
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// ReadMeta returns the metadata of the safetensors file at path, reading
+// only its header (for example the configuration a checkpoint was written
+// with, before anything is built to load it into).
+func ReadMeta(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	h, err := safetensors.ReadHeader(f, fi.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h.Metadata, nil
+}
+
+// StepRNG returns the generator of one training step: a pure function of
+// (seed, step), so a resumed run draws the same numbers as an uninterrupted
+// one.
+func StepRNG(seed uint64, step int) *tensor.RNG {
+	return tensor.NewRNG(seed ^ (uint64(step)+1)*0x9e3779b97f4a7c15)
+}
+
+// BatchOrder returns the indices (into a training set of n items) of a
+// step's batch: items are visited epoch by epoch, each epoch in a seeded
+// random order, a pure function of (seed, step). Models pass their own
+// salted seed so their orders differ.
+func BatchOrder(seed uint64, n, batch, step int) []int {
+	per := max(n/batch, 1)
+	epoch, pos := step/per, step%per
+	perm := tensor.NewRNG(seed ^ uint64(epoch)*0x2545f4914f6cdd1d).Perm(n)
+	idx := make([]int, batch)
+	for i := range idx {
+		idx[i] = perm[(pos*batch+i)%n]
+	}
+	return idx
+}
+
+// Status is what Run reports through Loop.Progress.
+type Status struct {
+	Step, Steps int
+	// Validated is true when this step ended with a validation.
+	Validated bool
+	// Score is the latest validation's score and Best the best so far
+	// (nil before the first).
+	Score, Best    *Score
+	Elapsed, ETA   time.Duration
+	StepsPerSecond float64
+}
+
+// Loop is what a model supplies to Run: its training step, validation and
+// checkpoint writers, and the cadence. Run owns everything else: the step
+// RNG and batch order, the best score and its ties, the clock, time limits,
+// cancellation and resumption.
+type Loop struct {
+	// Seed seeds the step RNGs (StepRNG) and BatchSeed the batch order
+	// (BatchOrder) over a training set of N items in batches of BatchSize.
+	Seed, BatchSeed uint64
+	N, BatchSize    int
+	// Steps is the step count to train to.
+	Steps int
+	// ValEvery, CheckpointEvery and LogEvery are the steps between
+	// validations, checkpoints and Progress calls (0: no validation, only
+	// the final checkpoint, LogEvery 50). Validation also runs after the
+	// last step.
+	ValEvery, CheckpointEvery, LogEvery int
+	// MaxDuration stops the run (after a checkpoint) once exceeded; 0 is no
+	// limit.
+	MaxDuration time.Duration
+	// TiesToLater makes a validation score equal to the best one the new
+	// best (the later model); otherwise the earlier one stays.
+	TiesToLater bool
+
+	// Step takes training step step (counted from 0) on the given batch,
+	// drawing its randomness from r. An error stops the run without a
+	// checkpoint: the weights may be spoilt.
+	Step func(step int, batch []int, r *tensor.RNG) error
+	// Validate, if not nil, scores the model after a step.
+	Validate func(ctx context.Context, step int) (Score, error)
+	// SaveBest, if not nil, is called when a validation beats the best.
+	SaveBest func(step int, s Score) error
+	// Checkpoint, if not nil, writes a resumable checkpoint holding st
+	// (RunState.Meta gives its metadata): every CheckpointEvery steps, when
+	// the run ends, stops for MaxDuration or is cancelled.
+	Checkpoint func(st RunState) error
+	// Progress, if not nil, is called every LogEvery steps, after each
+	// validation and after the last step.
+	Progress func(Status)
+}
+
+// Run trains from st (the zero RunState for a new run, or the one a
+// checkpoint gives back through State.Run) until l.Steps, and returns the
+// final state. When ctx is cancelled it writes a checkpoint and returns
+// ctx.Err() (joined with the checkpoint's error, if any), so the run can
+// resume from it. An error of Step or Validate is returned with the step
+// it happened at.
+func Run(ctx context.Context, st RunState, l Loop) (RunState, error) {
+	switch {
+	case l.Step == nil:
+		return st, errors.New("trainer: Loop.Step is nil")
+	case l.N <= 0 || l.BatchSize <= 0:
+		return st, fmt.Errorf("trainer: training set of %d items in batches of %d", l.N, l.BatchSize)
+	case st.Step < 0:
+		return st, fmt.Errorf("trainer: negative step %d", st.Step)
+	}
+	logEvery := l.LogEvery
+	if logEvery <= 0 {
+		logEvery = 50
+	}
+	checkpoint := func() error {
+		if l.Checkpoint == nil {
+			return nil
+		}
+		return l.Checkpoint(st)
+	}
+	clock := NewClock(st.Step)
+	var last *Score
+	for st.Step < l.Steps {
+		if err := ctx.Err(); err != nil {
+			return st, errors.Join(err, checkpoint())
+		}
+		if l.MaxDuration > 0 && clock.Elapsed() > l.MaxDuration {
+			break
+		}
+		r := StepRNG(l.Seed, st.Step)
+		if err := l.Step(st.Step, BatchOrder(l.BatchSeed, l.N, l.BatchSize, st.Step), r); err != nil {
+			return st, fmt.Errorf("step %d: %w", st.Step, err)
+		}
+		st.Step++
+
+		validated := false
+		if l.Validate != nil && l.ValEvery > 0 && (st.Step%l.ValEvery == 0 || st.Step == l.Steps) {
+			s, err := l.Validate(ctx, st.Step)
+			if err != nil {
+				if ctx.Err() != nil {
+					return st, errors.Join(err, checkpoint())
+				}
+				return st, fmt.Errorf("validation at step %d: %w", st.Step, err)
+			}
+			last, validated = &s, true
+			if st.Best == nil || s.better(*st.Best, l.TiesToLater) {
+				best := s
+				st.Best = &best
+				if l.SaveBest != nil {
+					if err := l.SaveBest(st.Step, s); err != nil {
+						return st, err
+					}
+				}
+			}
+		}
+		if l.CheckpointEvery > 0 && st.Step%l.CheckpointEvery == 0 {
+			if err := checkpoint(); err != nil {
+				return st, err
+			}
+		}
+		if l.Progress != nil && (st.Step%logEvery == 0 || validated || st.Step == l.Steps) {
+			l.Progress(Status{Step: st.Step, Steps: l.Steps, Validated: validated, Score: last, Best: st.Best,
+				Elapsed: clock.Elapsed(), ETA: clock.ETA(st.Step, l.Steps), StepsPerSecond: clock.Rate(st.Step)})
+		}
+	}
+	return st, checkpoint()
+}
