@@ -451,7 +451,6 @@ func resumable(saved, cfg Config) bool {
 	return saved == cfg
 }
 
-
 // CheckpointConfig returns the configuration the training state at path
 // (a StateFile written by Train) was written with, reading only the
 // file's header. A resumed run continues with it; train-flow applies the
