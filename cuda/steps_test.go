@@ -255,7 +255,6 @@ func TestEmulatedOutOfMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ae.Train(false)
 	lat, err := flow.EncodeLatents(ctx, ae, data, 8, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -111,7 +111,6 @@ func checkFlowTraining(t *testing.T, be tensor.Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ae.Train(false)
 	gs := append(datasets.Tree(6, 4, 1), datasets.Planar(9, 4, 1)...)
 	data, err := vae.Prepare(ctx, gs, ae.Cfg, nil)
 	if err != nil {

@@ -41,7 +41,6 @@ func newVAE(t *testing.T, c vae.Config, seed uint64) *vae.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Train(false)
 	return m
 }
 

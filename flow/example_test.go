@@ -20,7 +20,6 @@ func ExampleSample() {
 	if err != nil {
 		panic(err)
 	}
-	ae.Train(false)
 	cfg, err := flow.Preset("tiny", ae.Cfg.Latent)
 	if err != nil {
 		panic(err)

@@ -65,7 +65,6 @@ func buildFixture() (*fixture, error) {
 	if f.ae, err = vae.New(vaeConfig(), 1); err != nil {
 		return nil, err
 	}
-	f.ae.Train(false)
 	gs := append(append(datasets.Tree(6, 4, 1), datasets.Planar(9, 4, 1)...), datasets.Tree(12, 4, 2)...)
 	if f.data, err = vae.Prepare(ctx, gs, f.ae.Cfg, nil); err != nil {
 		return nil, err

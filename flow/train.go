@@ -31,7 +31,6 @@ type Latents struct {
 // batch-independent in lgflow, encoding once is equivalent to re-encoding
 // every step as the reference implementation does.
 func EncodeLatents(ctx context.Context, ae *vae.Model, d *vae.Dataset, batch int, progress func(done, total int)) (*Latents, error) {
-	ae.Train(false)
 	if batch <= 0 {
 		batch = 64
 	}
@@ -43,7 +42,7 @@ func EncodeLatents(ctx context.Context, ae *vae.Model, d *vae.Dataset, batch int
 		hi := min(lo+batch, len(d.Graphs))
 		b := graph.NewBatch(d.Graphs[lo:hi])
 		tp := autograd.NoGrad()
-		mu, lv := ae.Encode(tp, b, d.Features[lo:hi], nil)
+		mu, lv := ae.Encode(tp, b, d.Features[lo:hi], vae.Eval, nil)
 		mu32, lv32 := mu.Value.To(tensor.Float32), lv.Value.To(tensor.Float32)
 		for i := range b.Len() {
 			l.Mu = append(l.Mu, mu32.Slice(0, b.NodeOffset[i], b.NodeOffset[i+1]).Clone())

@@ -92,14 +92,22 @@ func NewBatchNorm1d(c int, opts ...Option) *BatchNorm1d {
 	return bn
 }
 
-// Forward normalises x (..., C).
+// Forward normalises x (..., C) in the mode b.Training selects.
 func (b *BatchNorm1d) Forward(tp *autograd.Tape, x *autograd.Var) *autograd.Var {
+	return b.ForwardMode(tp, x, b.Training)
+}
+
+// ForwardMode normalises x (..., C) with batch statistics (training, which
+// also updates the running statistics) or running statistics, whatever
+// b.Training says: callers that hold the mode themselves pass it here
+// instead of switching a shared layer.
+func (b *BatchNorm1d) ForwardMode(tp *autograd.Tape, x *autograd.Var, training bool) *autograd.Var {
 	if x.Dim(-1) != b.C {
 		panic(fmt.Sprintf("nn.BatchNorm1d: input %v, want (..., %d)", x.Shape(), b.C))
 	}
-	if b.Training || !b.TrackRunningStats {
+	if training || !b.TrackRunningStats {
 		y, mean, variance := tp.BatchNorm(x, b.Gamma, b.Beta, b.Eps)
-		if b.Training && b.TrackRunningStats {
+		if training && b.TrackRunningStats {
 			rows := x.Size() / b.C
 			unbias := 1.0
 			if rows > 1 {

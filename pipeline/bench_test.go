@@ -41,7 +41,6 @@ func BenchmarkSampleScaling(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ae.Train(false)
 	cfg, err := flow.Preset("cpu", p.Model.Latent)
 	if err != nil {
 		b.Fatal(err)

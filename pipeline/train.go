@@ -115,7 +115,6 @@ func trainVAE(ctx context.Context, spec Spec, size string, train, val []*graph.G
 	}
 	path := filepath.Join(dir, vae.ModelFile)
 	if _, err := os.Stat(path); err != nil { // stopped before the first validation
-		m.Train(false)
 		if err := m.Save(path, map[string]string{"note": "last model; training stopped before the first validation"}); err != nil {
 			return nil, nil, err
 		}

@@ -2,7 +2,6 @@ package vae
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -71,7 +70,6 @@ func FromFile(f *safetensors.File) (*Model, error) {
 	if err := nn.LoadStateDict(m, f.Tensors); err != nil {
 		return nil, err
 	}
-	m.Train(false)
 	return m, nil
 }
 
@@ -80,9 +78,6 @@ func FromFile(f *safetensors.File) (*Model, error) {
 // batches of batchSize graphs (0 means 64). A graph's latents do not depend
 // on the other graphs passed with it.
 func (m *Model) EncodeGraphs(ctx context.Context, gs []*graph.Graph, batchSize int) ([]*tensor.Tensor, error) {
-	if m.training {
-		return nil, errors.New("vae: EncodeGraphs needs a model in evaluation mode (call Train(false))")
-	}
 	d, err := Prepare(ctx, gs, m.Cfg, nil)
 	if err != nil {
 		return nil, err
@@ -98,7 +93,7 @@ func (m *Model) EncodeGraphs(ctx context.Context, gs []*graph.Graph, batchSize i
 		hi := min(lo+batchSize, len(gs))
 		b := graph.NewBatch(gs[lo:hi])
 		tp := autograd.NoGrad()
-		mu, _ := m.Encode(tp, b, d.Features[lo:hi], nil)
+		mu, _ := m.Encode(tp, b, d.Features[lo:hi], Eval, nil)
 		mu32 := mu.Value.To(tensor.Float32)
 		for i := range b.Len() {
 			out = append(out, mu32.Slice(0, b.NodeOffset[i], b.NodeOffset[i+1]).Clone())

@@ -3,11 +3,14 @@ package vae_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"lgflow/autograd"
 	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/nn"
@@ -29,7 +32,6 @@ func newModel(t *testing.T, c vae.Config, seed uint64) *vae.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Train(false)
 	return m
 }
 
@@ -295,12 +297,51 @@ func TestPrepareProgress(t *testing.T) {
 	}
 }
 
-// TestEncodeRequiresEvalMode checks EncodeGraphs refuses a training-mode model.
-func TestEncodeRequiresEvalMode(t *testing.T) {
+// TestModesConcurrent encodes graphs in evaluation mode while a training
+// pass runs on the same model in other goroutines: the mode is an argument
+// of each pass, so the latents must be exactly those of a quiet model.
+func TestModesConcurrent(t *testing.T) {
 	m := newModel(t, smallConfig(), 1)
-	m.Train(true)
-	if _, err := m.EncodeGraphs(context.Background(), datasets.Planar(6, 1, 1), 0); err == nil {
-		t.Error("EncodeGraphs ran in training mode")
+	gs := datasets.Planar(8, 6, 2)
+	want, err := m.EncodeGraphs(context.Background(), gs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := vae.Prepare(context.Background(), gs, m.Cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 5 {
+				if w%2 == 0 {
+					tp := autograd.NoGrad()
+					m.Objective(tp, graph.NewBatch(d.Graphs), d.Features, vae.Training, tensor.NewRNG(uint64(10*w+i)))
+					tp.Release()
+					continue
+				}
+				got, err := m.EncodeGraphs(context.Background(), gs, 0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for g := range got {
+					if tensor.MaxAbs(tensor.Sub(nil, got[g], want[g])) != 0 {
+						errs <- fmt.Errorf("graph %d: latents differ while a training pass runs", g)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 

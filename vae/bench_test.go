@@ -51,11 +51,10 @@ func BenchmarkTrainStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			m.Train(true)
 			batch := graph.NewBatch(gs)
 			step := func(i int) {
 				tp := autograd.NewTape()
-				loss, _ := m.Objective(tp, batch, d.Features, tensor.NewRNG(uint64(i)))
+				loss, _ := m.Objective(tp, batch, d.Features, vae.Training, tensor.NewRNG(uint64(i)))
 				trainer.ZeroGrad(params)
 				tp.Backward(loss.Total)
 				tp.Release()

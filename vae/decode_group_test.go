@@ -56,7 +56,6 @@ func TestDecodePaddedGroups(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Train(false)
 			r := tensor.NewRNG(5)
 			z := tensor.RandN(r, tensor.Float32, c.B, c.N, cfg.Latent)
 			tensor.MulScalar(z, z, 3)
@@ -95,7 +94,6 @@ func TestDecodePaddedCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Train(false)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := m.DecodePadded(ctx, tensor.New(tensor.Float32, 2, 3, 4), []int{3, 2}); !errors.Is(err, context.Canceled) {

@@ -150,7 +150,7 @@ func encodeMean(t *testing.T, m *Model, g *graph.Graph) *tensor.Tensor {
 	}
 	tp := autograd.NoGrad()
 	defer tp.Release()
-	mu, _ := m.Encode(tp, graph.NewBatch([]*graph.Graph{g}), []*Features{f}, nil)
+	mu, _ := m.Encode(tp, graph.NewBatch([]*graph.Graph{g}), []*Features{f}, Eval, nil)
 	return mu.Value.To(tensor.Float64).Clone()
 }
 
@@ -164,7 +164,6 @@ func TestEncoderEquivariance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Train(false)
 			r := rand.New(rand.NewPCG(11, uint64(len(name))))
 			tested := 0
 			for try := 0; try < 60 && tested < 4; try++ {
@@ -228,7 +227,6 @@ func TestDecoderEquivariance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.Train(false)
 			r := rand.New(rand.NewPCG(3, uint64(len(name))))
 			rng := tensor.NewRNG(uint64(len(name)))
 			ctx := context.Background()

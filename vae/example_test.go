@@ -17,7 +17,6 @@ func ExampleModel_EncodeGraphs() {
 	if err != nil {
 		panic(err)
 	}
-	m.Train(false) // evaluation mode: z = mu, deterministic
 	gs := append(datasets.Planar(8, 2, 1), datasets.Planar(11, 1, 1)...)
 	ctx := context.Background()
 	z, err := m.EncodeGraphs(ctx, gs, 0)

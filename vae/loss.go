@@ -56,11 +56,11 @@ func Pad(tp *autograd.Tape, x *autograd.Var, b *graph.Batch) *autograd.Var {
 	return tp.Reshape(tp.Gather(all, padIndex(b)), b.Len(), b.MaxN, d)
 }
 
-// Objective runs encoder and decoder on a batch and returns the loss. In
-// training mode the latents are sampled with the reparameterisation
-// trick; in evaluation mode z = mu.
-func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *tensor.RNG) (*Loss, *Decoded) {
-	loss, dec, err := m.objective(tp, b, feats, r)
+// Objective runs encoder and decoder on a batch in the given mode and
+// returns the loss. In Training mode the latents are sampled with the
+// reparameterisation trick (with randomness from r); in Eval mode z = mu.
+func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, mode Mode, r *tensor.RNG) (*Loss, *Decoded) {
+	loss, dec, err := m.objective(tp, b, feats, mode, r, runSettings{})
 	if err != nil {
 		// Only a TrainOptions.Perturb function fails, and only Train sets one.
 		panic(err)
@@ -68,25 +68,33 @@ func (m *Model) Objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 	return loss, dec
 }
 
-// objective is Objective, returning the error of a latent perturbation
-// (TrainOptions.Perturb) instead of panicking.
-func (m *Model) objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *tensor.RNG) (*Loss, *Decoded, error) {
+// runSettings are the settings of one training run that change its
+// objective (TrainOptions.FreezeEncoder and Perturb): they belong to the
+// run, not to the model.
+type runSettings struct {
+	// frozenEncoder runs the encoder without gradients in evaluation mode.
+	frozenEncoder bool
+	// perturb replaces the frozen encoder's latents before decoding in
+	// training.
+	perturb LatentPerturbation
+}
+
+// objective is Objective with a training run's settings, returning the
+// error of a latent perturbation instead of panicking.
+func (m *Model) objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, mode Mode, r *tensor.RNG, run runSettings) (*Loss, *Decoded, error) {
 	var mu, logvar *autograd.Var
-	if m.frozenEncoder {
+	if run.frozenEncoder {
 		// The encoder as the flow sees it: evaluation mode, no gradient.
 		ng := autograd.NoGrad()
-		training := m.training
-		m.Train(false)
-		mu0, lv0 := m.Encode(ng, b, feats, nil)
-		m.Train(training)
+		mu0, lv0 := m.Encode(ng, b, feats, Eval, nil)
 		mu, logvar = autograd.NewConst(mu0.Value.Clone()), autograd.NewConst(lv0.Value.Clone())
 		ng.Release()
 	} else {
-		mu, logvar = m.Encode(tp, b, feats, r)
+		mu, logvar = m.Encode(tp, b, feats, mode, r)
 	}
 	var dec *Decoded
-	if m.training && m.perturb != nil {
-		zp, err := m.perturb(padConst(mu.Value, b), sizes(b), r)
+	if mode == Training && run.perturb != nil {
+		zp, err := run.perturb(padConst(mu.Value, b), sizes(b), r)
 		if err != nil {
 			return nil, nil, fmt.Errorf("vae: latent perturbation: %w", err)
 		}
@@ -96,7 +104,7 @@ func (m *Model) objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 		dec = m.DecodeDense(tp, autograd.NewConst(zp.To(mu.DType()).On(m.backend())), sizes(b))
 	} else {
 		z := mu
-		if m.training {
+		if mode == Training {
 			z = Reparameterize(tp, mu, logvar, r)
 			if m.Cfg.LatentNoise > 0 {
 				noise := m.latentNoise(mu.Value, b, r).On(m.backend())

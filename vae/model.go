@@ -34,23 +34,16 @@ type Model struct {
 	Cfg Config
 
 	// encoder
-	eps      *autograd.Var // (1, K) learnable eigenvalue offset
-	phi1     *nn.Linear    // 2 (3 for directed) -> 2h
-	phi2     *nn.Linear    // 2h -> h
-	gate1    *nn.Linear    // 1 -> h (PhiGate)
-	gate2    *nn.Linear    // h -> h or 2h (PhiGate; one gate per eigenvector part)
-	nodeEmb  *nn.Embedding // node labels -> h, nil if unlabelled
-	convs    []conv
-	norms    []norm
-	head1    *nn.Linear // E -> E
-	head2    *nn.Linear // E -> 2d
-	training bool
-	// frozenEncoder runs the encoder without gradients in evaluation mode
-	// (TrainOptions.FreezeEncoder).
-	frozenEncoder bool
-	// perturb replaces the frozen encoder's latents before decoding in
-	// training (TrainOptions.Perturb).
-	perturb LatentPerturbation
+	eps     *autograd.Var // (1, K) learnable eigenvalue offset
+	phi1    *nn.Linear    // 2 (3 for directed) -> 2h
+	phi2    *nn.Linear    // 2h -> h
+	gate1   *nn.Linear    // 1 -> h (PhiGate)
+	gate2   *nn.Linear    // h -> h or 2h (PhiGate; one gate per eigenvector part)
+	nodeEmb *nn.Embedding // node labels -> h, nil if unlabelled
+	convs   []conv
+	norms   []norm
+	head1   *nn.Linear // E -> E
+	head2   *nn.Linear // E -> 2d
 
 	// decoder
 	refine   *refiner   // latent refinement network, nil without Cfg.Refine
@@ -184,16 +177,22 @@ func (m *Model) Buffers() []nn.Param {
 	return ps
 }
 
-// Train switches between training mode (eigenvector sign flips, sampled
-// latents, BatchNorm batch statistics) and evaluation mode.
-func (m *Model) Train(on bool) {
-	m.training = on
-	for _, n := range m.norms {
-		if n != nil {
-			nn.SetTrain(n, on)
-		}
-	}
-}
+// Mode selects how a forward pass runs. It is an argument of each pass,
+// not a state of the Model, so passes in different modes may run on one
+// model at once (only a Training pass of a BatchNorm model writes to it:
+// the running statistics).
+type Mode int
+
+const (
+	// Eval is evaluation: no sign flips, orbit noise seeded by each graph
+	// (so a graph's latents do not depend on its batch), z = mu, BatchNorm
+	// with running statistics.
+	Eval Mode = iota
+	// Training draws eigenvector sign flips, orbit noise and the latents
+	// z = mu + sigma*eps from the pass's generator, and normalises with
+	// batch statistics.
+	Training
+)
 
 // DType returns the floating-point type of the model's parameters.
 func (m *Model) DType() tensor.DType { return m.eps.DType() }
@@ -202,7 +201,7 @@ func (m *Model) DType() tensor.DType { return m.eps.DType() }
 // entries (with sign flips and orbit perturbation applied) of shape
 // (nodes, K, 1 or 2), eigenvalues (nodes, K, 1) and the slot mask
 // (nodes*K, 1).
-func (m *Model) encoderInput(feats []*Features, nodes int, r *tensor.RNG) (vec, vals, slot *tensor.Tensor) {
+func (m *Model) encoderInput(feats []*Features, nodes int, mode Mode, r *tensor.RNG) (vec, vals, slot *tensor.Tensor) {
 	K := m.Cfg.K
 	dt := m.DType()
 	parts := 1
@@ -215,7 +214,7 @@ func (m *Model) encoderInput(feats []*Features, nodes int, r *tensor.RNG) (vec, 
 	sign := make([]float64, K)
 	for j := range sign {
 		sign[j] = 1
-		if m.training && m.Cfg.SignFlips && r.Uniform() < 0.5 {
+		if mode == Training && m.Cfg.SignFlips && r.Uniform() < 0.5 {
 			sign[j] = -1
 		}
 	}
@@ -224,7 +223,7 @@ func (m *Model) encoderInput(feats []*Features, nodes int, r *tensor.RNG) (vec, 
 		var gr *tensor.RNG
 		if m.Cfg.Eta > 0 {
 			gr = r
-			if !m.training {
+			if mode == Eval {
 				// Evaluation: noise depends only on the graph itself, so a
 				// graph's latents do not depend on its batch.
 				gr = tensor.NewRNG(featureHash(f))
@@ -271,11 +270,11 @@ func featureHash(f *Features) uint64 {
 	return h
 }
 
-// Encode runs the encoder on a batch and returns the posterior mean and
-// log-variance, both (NumNodes, Latent), in concatenated node order. r
-// supplies the training-mode randomness (sign flips, orbit noise); it may
-// be nil in evaluation mode.
-func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *tensor.RNG) (mu, logvar *autograd.Var) {
+// Encode runs the encoder on a batch in the given mode and returns the
+// posterior mean and log-variance, both (NumNodes, Latent), in
+// concatenated node order. r supplies the Training randomness (sign flips,
+// orbit noise); it may be nil for Eval.
+func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mode Mode, r *tensor.RNG) (mu, logvar *autograd.Var) {
 	if len(feats) != b.Len() {
 		panic(fmt.Sprintf("vae.Encode: %d feature sets for %d graphs", len(feats), b.Len()))
 	}
@@ -283,7 +282,7 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *
 		r = tensor.NewRNG(0)
 	}
 	nodes, K := b.NumNodes(), m.Cfg.K
-	vecT, valsT, slotT := m.encoderInput(feats, nodes, r)
+	vecT, valsT, slotT := m.encoderInput(feats, nodes, mode, r)
 	be := m.backend()
 	vecT, valsT, slotT = vecT.On(be), valsT.On(be), slotT.On(be)
 	lam := tp.Add(autograd.NewConst(valsT), tp.Reshape(m.eps, 1, K, 1))
@@ -308,8 +307,12 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, r *
 	ef := nn.EdgeFeatures{Classes: b.EdgeLabels}
 	for l, c := range m.convs {
 		z := c.Forward(tp, h, edges, ef)
-		if m.norms[l] != nil {
-			z = m.norms[l].Forward(tp, z)
+		switch n := m.norms[l].(type) {
+		case nil:
+		case *nn.BatchNorm1d:
+			z = n.ForwardMode(tp, z, mode == Training)
+		default:
+			z = n.Forward(tp, z)
 		}
 		z = tp.GELU(z)
 		if l == 0 {

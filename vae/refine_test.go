@@ -42,9 +42,8 @@ func TestRefineGradients(t *testing.T) {
 			params = append(params, p.V)
 		}
 	}
-	m.Train(false)
 	err = autograd.CheckGrad(func(tp *autograd.Tape) *autograd.Var {
-		loss, _ := m.Objective(tp, b, d.Features, nil)
+		loss, _ := m.Objective(tp, b, d.Features, Eval, nil)
 		return loss.Total
 	}, params, 1e-6, 1e-4)
 	if err != nil {
@@ -74,9 +73,8 @@ func TestRefineStartsAsIdentity(t *testing.T) {
 	logits := func(m *Model) *tensor.Tensor {
 		tp := autograd.NoGrad()
 		defer tp.Release()
-		m.Train(false)
 		b := graph.NewBatch(gs)
-		mu, _ := m.Encode(tp, b, d.Features, nil)
+		mu, _ := m.Encode(tp, b, d.Features, Eval, nil)
 		return m.DecodeDense(tp, Pad(tp, mu, b), sizes(b)).EdgeLogits.Value.Clone()
 	}
 	want, got := logits(base), logits(m)

@@ -114,12 +114,9 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 	if err != nil {
 		return nil, err
 	}
-	m.frozenEncoder = opts.FreezeEncoder
-	if opts.Perturb != nil {
-		if !opts.FreezeEncoder {
-			return nil, errors.New("vae: Perturb needs FreezeEncoder")
-		}
-		m.perturb = opts.Perturb
+	run := runSettings{frozenEncoder: opts.FreezeEncoder, perturb: opts.Perturb}
+	if opts.Perturb != nil && !opts.FreezeEncoder {
+		return nil, errors.New("vae: Perturb needs FreezeEncoder")
 	}
 	onDevice := opts.Backend != nil && opts.Backend != tensor.CPU
 	if onDevice {
@@ -140,7 +137,6 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		if err := nn.LoadStateDict(c, nn.StateDict(m)); err != nil {
 			return nil, err
 		}
-		c.Train(false)
 		return c, nil
 	}
 	if err := trainer.Flatten(m); err != nil {
@@ -170,7 +166,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			return nil, fmt.Errorf("vae: initial weights: %w", err)
 		}
 	}
-	var run trainer.RunState
+	var state trainer.RunState
 	statePath, modelPath := "", ""
 	if opts.Dir != "" {
 		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
@@ -187,7 +183,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 				if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || saved != cfg {
 					return nil, fmt.Errorf("vae: resume: %s was written for a different model configuration", statePath)
 				}
-				if run, err = st.Run("best_val_sample", "best_val_edge"); err != nil {
+				if state, err = st.Run("best_val_sample", "best_val_edge"); err != nil {
 					return nil, fmt.Errorf("vae: resume: %s: %w", statePath, err)
 				}
 			}
@@ -217,7 +213,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			opt.SetLR(lr)
 			sub := train.Subset(batch)
 			tp := autograd.NewTape()
-			loss, _, err := m.objective(tp, graph.NewBatch(sub.Graphs), sub.Features, r)
+			loss, _, err := m.objective(tp, graph.NewBatch(sub.Graphs), sub.Features, Training, r, run)
 			if err != nil {
 				tp.Release()
 				return err
@@ -247,8 +243,6 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			if err := stepper.Check(); err != nil {
 				return trainer.Score{}, err
 			}
-			m.Train(false)
-			defer m.Train(true)
 			var err error
 			if hm, err = host(); err != nil {
 				return trainer.Score{}, err
@@ -274,9 +268,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			return hm.Save(modelPath, map[string]string{"val_sample_acc": fmt.Sprint(s.Value), "val_edge_acc": fmt.Sprint(s.TieBreak), "step": fmt.Sprint(step)})
 		}
 	}
-	m.Train(true)
-	run, err = trainer.Run(ctx, run, loop)
-	m.Train(false)
+	state, err = trainer.Run(ctx, state, loop)
 	if err == nil && modelPath != "" && !validate {
 		h, herr := host()
 		if herr == nil {
@@ -288,8 +280,6 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 	if herr != nil {
 		return m, errors.Join(err, herr)
 	}
-	h.Train(false)
-	h.frozenEncoder, h.perturb = false, nil // settings of this training run, not of the model
 	if err != nil && !errors.Is(err, ctx.Err()) {
 		err = fmt.Errorf("vae: %w", err)
 	}
@@ -297,8 +287,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 }
 
 // Reconstruct encodes every graph of d with z = mu and decodes it in
-// evaluation mode, returning edge, node and whole-graph accuracy. The model
-// must be in evaluation mode.
+// evaluation mode (Eval), returning edge, node and whole-graph accuracy.
 func Reconstruct(ctx context.Context, m *Model, d *Dataset, batch int) (Accuracy, error) {
 	acc, _, err := reconstruct(ctx, m, d, batch, nil, decodeOptions{}, false)
 	return acc, err
@@ -382,7 +371,7 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 		tp := autograd.NoGrad()
 		var z *autograd.Var
 		if latents == nil {
-			z, _ = m.Encode(tp, b, d.Features[lo:hi], nil)
+			z, _ = m.Encode(tp, b, d.Features[lo:hi], Eval, nil)
 		} else {
 			z = autograd.NewConst(tensor.Concat(nil, 0, latents[lo:hi]...).To(m.DType()))
 		}

@@ -58,9 +58,8 @@ func TestGradients(t *testing.T) {
 		for _, p := range m.Params() {
 			params = append(params, p.V)
 		}
-		m.Train(false) // z = mu: the loss is then a deterministic function of the weights
 		err = autograd.CheckGrad(func(tp *autograd.Tape) *autograd.Var {
-			loss, _ := m.Objective(tp, b, d.Features, nil)
+			loss, _ := m.Objective(tp, b, d.Features, Eval, nil)
 			return loss.Total
 		}, params, 1e-6, 1e-4)
 		if err != nil {
@@ -79,7 +78,6 @@ func TestBatchIndependence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.Train(false)
 		gs := append(datasets.Planar(9, 3, 4), datasets.Tree(12, 2, 4)...)
 		all, err := m.EncodeGraphs(context.Background(), gs, 0)
 		if err != nil {
@@ -186,12 +184,10 @@ func TestOrbitNoiseKeepsScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Train(false)
-	vec, _, _ := m.encoderInput([]*Features{f}, 6, tensor.NewRNG(1))
+	vec, _, _ := m.encoderInput([]*Features{f}, 6, Eval, tensor.NewRNG(1))
 	c.Eta = 0
 	m0, _ := New(c, 1)
-	m0.Train(false)
-	ref, _, _ := m0.encoderInput([]*Features{f}, 6, tensor.NewRNG(1))
+	ref, _, _ := m0.encoderInput([]*Features{f}, 6, Eval, tensor.NewRNG(1))
 	for i := range 6 {
 		for j := range 4 {
 			a, b := vec.At(i, j, 0), ref.At(i, j, 0)
@@ -346,7 +342,6 @@ func checkFreezeEncoder(t *testing.T, from *Model, c Config, tc TrainConfig, d *
 	if nn.Fingerprint(m) == nn.Fingerprint(from) {
 		t.Error("FreezeEncoder left the decoder unchanged")
 	}
-	m.Train(false)
 	a, err := m.EncodeGraphs(ctx, d.Graphs, 16)
 	if err != nil {
 		t.Fatal(err)
@@ -377,12 +372,15 @@ func checkLatentNoise(t *testing.T, m *Model, d *Dataset) {
 	b := graph.NewBatch(d.Graphs)
 	edgeLoss := func(alpha float64, train bool) float64 {
 		saved := m.Cfg.LatentNoise
-		defer func() { m.Cfg.LatentNoise = saved; m.Train(false) }()
+		defer func() { m.Cfg.LatentNoise = saved }()
 		m.Cfg.LatentNoise = alpha
-		m.Train(train)
+		mode := Eval
+		if train {
+			mode = Training
+		}
 		tp := autograd.NoGrad()
 		defer tp.Release()
-		l, _ := m.Objective(tp, b, d.Features, tensor.NewRNG(5))
+		l, _ := m.Objective(tp, b, d.Features, mode, tensor.NewRNG(5))
 		return l.Edge
 	}
 	clean, noisy := edgeLoss(0, true), edgeLoss(3, true)

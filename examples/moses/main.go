@@ -333,7 +333,6 @@ func trainVAE(ctx context.Context, o options, train, val []*graph.Graph, stderr 
 	}
 	path := filepath.Join(dir, vae.ModelFile)
 	if !exists(path) { // stopped before the first validation
-		m.Train(false)
 		if err := m.Save(path, map[string]string{"note": "last model; training stopped before the first validation"}); err != nil {
 			return "", nil, err
 		}

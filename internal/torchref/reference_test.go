@@ -288,19 +288,18 @@ func TestVAEAgainstPyTorch(t *testing.T) {
 			in := loadVAE(t, load(t, name+inSuffix))
 			c := newChecker(t, load(t, name+outSuffix))
 			m := in.model
-			m.Train(false)
 			b := graph.NewBatch(in.graphs)
 
 			ng := autograd.NoGrad()
 			defer ng.Release()
-			mu, logvar := m.Encode(ng, b, in.feats, nil)
+			mu, logvar := m.Encode(ng, b, in.feats, vae.Eval, nil)
 			c.log("mu", mu.Value)
 			c.log("logvar", logvar.Value)
 
 			tp := autograd.NewTape()
 			defer tp.Release()
 			nn.ZeroGrad(m)
-			loss, dec := m.Objective(tp, b, in.feats, nil)
+			loss, dec := m.Objective(tp, b, in.feats, vae.Eval, nil)
 			tp.Backward(loss.Total)
 			c.log("edge_logits", dec.EdgeLogits.Value)
 			if dec.NodeLogits != nil {
