@@ -172,7 +172,7 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int,
 		hi := min(lo+group, len(sizes))
 		tp := autograd.NoGrad()
 		dec := m.DecodeDense(tp, autograd.NewConst(z.Slice(0, lo, hi)), sizes[lo:hi])
-		out = append(out, m.graphs(dec, o.rule)...)
+		out = append(out, m.graphs(dec, o)...)
 		tp.Release()
 	}
 	return out, nil

@@ -68,7 +68,7 @@ func TestDecodePaddedGroups(t *testing.T) {
 				t.Fatal(err)
 			}
 			tp := autograd.NoGrad()
-			want := m.graphs(m.DecodeDense(tp, autograd.NewConst(z), sizes), c.rule)
+			want := m.graphs(m.DecodeDense(tp, autograd.NewConst(z), sizes), decodeOptions{rule: c.rule})
 			tp.Release()
 			if len(got) != len(want) {
 				t.Fatalf("%d graphs, want %d", len(got), len(want))

@@ -1,6 +1,9 @@
 package vae
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // EdgeRule decides an undirected edge {i, j} from the decoder's two
 // ordered-pair predictions, (i, j) and (j, i), which the row-wise DeepSet
@@ -57,12 +60,22 @@ func ParseEdgeRule(s string) (EdgeRule, error) {
 type DecodeOption func(*decodeOptions)
 
 type decodeOptions struct {
-	rule EdgeRule
+	rule   EdgeRule
+	margin float64
 }
 
 // WithEdgeRule sets how undirected edges are decided (default
 // EitherDirection).
 func WithEdgeRule(r EdgeRule) DecodeOption { return func(o *decodeOptions) { o.rule = r } }
+
+// WithEdgeMargin makes the decoder predict an edge for an ordered pair only
+// when the best edge class's logit beats the no-edge logit by more than
+// margin (default 0: the argmax). A positive margin trades spurious edges
+// for missing ones: for graphs such as near-triangulations, where one
+// spurious edge breaks planarity and a missing one does not, decoded
+// samples are then valid more often. For one edge class, margin m is the
+// probability threshold sigmoid(m).
+func WithEdgeMargin(margin float64) DecodeOption { return func(o *decodeOptions) { o.margin = margin } }
 
 func buildDecodeOptions(opts []DecodeOption) (decodeOptions, error) {
 	var o decodeOptions
@@ -71,6 +84,9 @@ func buildDecodeOptions(opts []DecodeOption) (decodeOptions, error) {
 	}
 	if !o.rule.Valid() {
 		return o, fmt.Errorf("vae: unknown edge rule %d", int(o.rule))
+	}
+	if math.IsNaN(o.margin) || math.IsInf(o.margin, 0) {
+		return o, fmt.Errorf("vae: edge margin must be finite, got %v", o.margin)
 	}
 	return o, nil
 }

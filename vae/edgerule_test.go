@@ -1,6 +1,7 @@
 package vae
 
 import (
+	"math"
 	"testing"
 
 	"lgflow/autograd"
@@ -28,20 +29,32 @@ func TestEdgeRules(t *testing.T) {
 	}
 	dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{3}, N: 3}
 	for _, tc := range []struct {
-		rule EdgeRule
-		want [][2]int
+		rule   EdgeRule
+		margin float64
+		want   [][2]int
 	}{
-		{EitherDirection, [][2]int{{0, 1}, {0, 2}, {1, 2}}},
-		{BothDirections, [][2]int{{0, 1}}},
-		{MeanLogits, [][2]int{{0, 1}, {0, 2}}},
+		{EitherDirection, 0, [][2]int{{0, 1}, {0, 2}, {1, 2}}},
+		{BothDirections, 0, [][2]int{{0, 1}}},
+		{MeanLogits, 0, [][2]int{{0, 1}, {0, 2}}},
+		// A margin of 1.5: only (0,2) beats no-edge by more.
+		{EitherDirection, 1.5, [][2]int{{0, 2}}},
+		{BothDirections, 1.5, nil},
+		// (0,2): edge 1.5 vs 0, (2,0): edge -1.5 vs 1: the mean ties at
+		// no edge; (0,1): edge -0.5 twice.
+		{MeanLogits, 1.5, nil},
+		{EitherDirection, -0.5, [][2]int{{0, 1}, {0, 2}, {1, 2}}},
+		// A negative margin adds edges: at -0.5, (2,0) scores edge 0.5 vs
+		// 1, still none; at -1.5, 1.5 vs 1: an edge.
+		{BothDirections, -0.5, [][2]int{{0, 1}}},
+		{BothDirections, -1.5, [][2]int{{0, 1}, {0, 2}}},
 	} {
-		g := m.graphs(dec, tc.rule)[0]
+		g := m.graphs(dec, decodeOptions{rule: tc.rule, margin: tc.margin})[0]
 		want := graph.New(3)
 		for _, e := range tc.want {
 			want.AddEdge(e[0], e[1])
 		}
 		if graph.FormatGraph6(g) != graph.FormatGraph6(want) {
-			t.Errorf("%v: edges %v, want %v", tc.rule, g.Edges(), tc.want)
+			t.Errorf("%v, margin %v: edges %v, want %v", tc.rule, tc.margin, g.Edges(), tc.want)
 		}
 		r, err := ParseEdgeRule(tc.rule.String())
 		if err != nil || r != tc.rule {
@@ -56,5 +69,8 @@ func TestEdgeRules(t *testing.T) {
 	}
 	if _, err := buildDecodeOptions([]DecodeOption{WithEdgeRule(EdgeRule(9))}); err == nil {
 		t.Error("edge rule 9: no error")
+	}
+	if _, err := buildDecodeOptions([]DecodeOption{WithEdgeMargin(math.NaN())}); err == nil {
+		t.Error("edge margin NaN: no error")
 	}
 }

@@ -284,15 +284,34 @@ func accuracy(dec *Decoded, b *graph.Batch) Accuracy {
 // ordered pair; for undirected models rule decides an edge {i, j} from the
 // pairs (i, j) and (j, i). Edge label c-1 is used for class c; node labels
 // are the argmax of the node logits.
-func (m *Model) graphs(dec *Decoded, rule EdgeRule) []*graph.Graph {
+func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
+	rule := o.rule
 	N := dec.N
 	C := m.Cfg.EdgeClasses + 1
 	B := len(dec.Sizes)
 	logits := dec.EdgeLogits.Value.Reshape(B*N*N, C)
-	cls := tensor.Argmax(logits, 1)
 	var scores []float64
-	if rule == MeanLogits && !m.Cfg.Directed {
+	if o.margin != 0 || rule == MeanLogits && !m.Cfg.Directed {
 		scores = logits.To(tensor.Float64).Data64()
+	}
+	if o.margin != 0 {
+		// The margin is taken off every edge class's logit: an edge needs
+		// to beat no-edge by more than it, in either rule.
+		scores = slices.Clone(scores)
+		for p := 0; p < len(scores); p += C {
+			for k := 1; k < C; k++ {
+				scores[p+k] -= o.margin
+			}
+		}
+	}
+	var cls []int32
+	if scores != nil && o.margin != 0 {
+		cls = make([]int32, B*N*N)
+		for p := range cls {
+			cls[p] = int32(meanArgmax(scores[p*C:p*C+C], scores[p*C:p*C+C]))
+		}
+	} else {
+		cls = tensor.Argmax(logits, 1)
 	}
 	var nodeCls []int32
 	if dec.NodeLogits != nil {

@@ -377,15 +377,15 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 		}
 		dec := m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
 		a := accuracy(dec, b)
-		decoded := m.graphs(dec, EitherDirection)
+		decoded := m.graphs(dec, decodeOptions{})
 		for i, g := range decoded {
 			if sameGraph(g, b.Graphs[i]) {
 				a.GraphsDecoded++
 			}
 		}
 		if keep {
-			if o.rule != EitherDirection {
-				decoded = m.graphs(dec, o.rule)
+			if o != (decodeOptions{}) {
+				decoded = m.graphs(dec, o)
 			}
 			out = append(out, decoded...)
 		}

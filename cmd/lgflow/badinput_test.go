@@ -1,0 +1,66 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBadInput runs every subcommand on bad input: usage errors (a
+// missing or unknown flag, a bad value) must exit with status 2 and say
+// what is wrong, failures on the input itself (a missing or malformed
+// file, a file of the wrong kind) with status 1 and name it. Deeper cases
+// (damaged checkpoints, graph files, datasets) have their own tests.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	v, f := tinyModels(t, dir, tinyVAEConfig())
+	missing := filepath.Join(dir, "missing.safetensors")
+	notSafetensors := filepath.Join(dir, "notes.safetensors")
+	require.NoError(t, os.WriteFile(notSafetensors, []byte("not a checkpoint\n"), 0o644))
+	smiles := filepath.Join(dir, "in.smi")
+	require.NoError(t, os.WriteFile(smiles, []byte("CCO\nc1ccccc1\n"), 0o644))
+	out := t.TempDir()
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"train-vae: no -out", []string{"train-vae", "-dataset", "tree"}, 2, "need -dataset and -out"},
+		{"train-vae: unknown preset", []string{"train-vae", "-dataset", "tree", "-preset", "huge", "-out", out}, 2, `no preset "huge"`},
+		{"train-vae: unknown device", []string{"train-vae", "-dataset", "tree", "-device", "tpu", "-out", out}, 1, "tpu"},
+		{"train-vae: bad -init", []string{"train-vae", "-dataset", "tree", "-init", notSafetensors, "-out", out}, 1, notSafetensors},
+		{"train-vae: -perturb-flow alone", []string{"train-vae", "-dataset", "tree", "-perturb-flow", f, "-out", out, "-ntrain", "4", "-train-split", "test"}, 2, "-perturb-flow needs -init and -freeze-encoder"},
+		{"train-flow: no -vae", []string{"train-flow", "-dataset", "tree", "-out", out}, 2, "need -vae, -dataset and -out"},
+		{"train-flow: missing LG-VAE", []string{"train-flow", "-vae", missing, "-dataset", "tree", "-out", out}, 1, missing},
+		{"train-flow: flow as LG-VAE", []string{"train-flow", "-vae", f, "-dataset", "tree", "-out", out}, 1, "not an LG-VAE checkpoint"},
+		{"train-flow: unknown preset", []string{"train-flow", "-vae", v, "-dataset", "tree", "-preset", "XL", "-out", out}, 2, "XL"},
+		{"sample: no -flow", []string{"sample", "-vae", v}, 2, "need -vae and -flow"},
+		{"sample: unknown format", []string{"sample", "-vae", v, "-flow", f, "-format", "sdf"}, 2, "unknown format"},
+		{"sample: unknown edge rule", []string{"sample", "-vae", v, "-flow", f, "-edge-rule", "xor"}, 2, "unknown edge rule"},
+		{"sample: not a checkpoint", []string{"sample", "-vae", v, "-flow", notSafetensors}, 1, notSafetensors},
+		{"sample: bad -n", []string{"sample", "-vae", v, "-flow", f, "-n", "-3"}, 1, "-3"},
+		{"recon: no -dataset", []string{"recon", "-vae", v}, 2, "need -vae and -dataset"},
+		{"recon: negative noise", []string{"recon", "-vae", v, "-dataset", "tree", "-noise", "-1"}, 2, "-noise must be >= 0"},
+		{"recon: missing LG-VAE", []string{"recon", "-vae", missing, "-dataset", "tree"}, 1, missing},
+		{"mol: no -i", []string{"mol"}, 2, "-i is required"},
+		{"mol: missing input", []string{"mol", "-i", filepath.Join(dir, "none.smi")}, 1, "none.smi"},
+		{"mol: missing training set", []string{"mol", "-i", smiles, "-stats", "-train", filepath.Join(dir, "none-train.smi")}, 1, "none-train.smi"},
+		{"convert: no -o", []string{"convert", "-i", v}, 2, "need -o"},
+		{"convert: bad dtype", []string{"convert", "-i", v, "-o", filepath.Join(out, "x.safetensors"), "-dtype", "f8"}, 2, `-dtype "f8"`},
+		{"convert: not a checkpoint", []string{"convert", "-i", notSafetensors, "-o", filepath.Join(out, "y.safetensors")}, 1, notSafetensors},
+		{"eval: no -gen", []string{"eval", "-ref", smiles}, 2, "-gen"},
+		{"data: unknown flag", []string{"data", "-dataset", "tree", "-bogus"}, 2, "-bogus"},
+		{"unknown command", []string{"train-gan"}, 2, "train-gan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := run(t, tc.args...)
+			assert.Equal(t, tc.code, code, errOut)
+			assert.Contains(t, errOut, tc.want)
+		})
+	}
+}
