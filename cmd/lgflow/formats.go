@@ -15,7 +15,7 @@ import (
 	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/graph/mol"
-	"lgflow/graph/mol/moses"
+	"lgflow/metrics/moses"
 	"lgflow/vae"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"lgflow/graph/mol/moses"
+	"lgflow/metrics/moses"
 )
 
 func init() {

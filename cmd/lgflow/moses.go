@@ -1,5 +1,13 @@
 package main
 
-// The "moses" dataset (datasets.Load, "lgflow data -dataset moses",
-// "lgflow train-vae -dataset moses") is registered by package graph/mol.
-import _ "lgflow/graph/mol"
+import (
+	"lgflow/graph/datasets"
+	"lgflow/graph/mol"
+)
+
+// The molecule datasets live in package graph/mol, which package datasets
+// cannot import; the command registers them for datasets.Load ("lgflow
+// data -dataset moses", "lgflow train-vae -dataset moses").
+func init() {
+	datasets.Register("moses", mol.LoadMOSES)
+}

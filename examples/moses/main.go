@@ -41,7 +41,7 @@ import (
 	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/graph/mol"
-	"lgflow/graph/mol/moses"
+	"lgflow/metrics/moses"
 	"lgflow/pipeline"
 	"lgflow/tensor"
 	"lgflow/vae"

@@ -12,8 +12,10 @@
 // numpy's global generator, which cannot be reproduced bit for bit in Go;
 // the recipes are the same.)
 //
-// Load dispatches through a registry, so packages that cannot be imported
-// here (graph/mol registers "moses") add their datasets with Register.
+// Load dispatches through a registry, so datasets whose loaders live in
+// packages that cannot be imported here are added with Register, by an
+// explicit call of the program that wants them (cmd/lgflow registers
+// graph/mol's LoadMOSES as "moses").
 package datasets
 
 import (

@@ -23,9 +23,9 @@ import (
 )
 
 // The "moses" dataset (docs/design.md, "Molecules" and "Departures from
-// the reference code" 7: the data available here), registered with
-// package datasets so that datasets.Load, "lgflow data" and "lgflow
-// train-vae" know it. Graphs use the MOSES encoding (node label = atom type
+// the reference code" 7: the data available here), loaded by LoadMOSES,
+// which cmd/lgflow registers with package datasets so that "lgflow data"
+// and "lgflow train-vae" know it. Graphs use the MOSES encoding (node label = atom type
 // 0..6 for C, N, S, O, F, Cl, Br) with edge label = bond type 0..3 (single,
 // double, triple, aromatic): see ToDatasetGraph.
 //
@@ -53,10 +53,6 @@ var (
 	mosesTestFile   = "test.csv.gz"
 	mosesScafFile   = "test_scaffolds.csv.gz"
 )
-
-func init() {
-	datasets.Register("moses", loadMOSES)
-}
 
 // MOSESTrainFile returns the path of the official MOSES training file in
 // the data directory dir (dir/moses/train.csv.gz or train.csv) and whether
@@ -224,8 +220,15 @@ func readSMILESCSV(r io.Reader) ([]smilesRecord, error) {
 	return recs, nil
 }
 
-// loadMOSES is the datasets.Loader of "moses".
-func loadMOSES(ctx context.Context, split string, opt datasets.Options) ([]*graph.Graph, error) {
+// LoadMOSES loads a split of the MOSES molecules as graphs (MOSES
+// encoding, ToDatasetGraph's labels). It is a datasets.Loader: a program
+// that wants the "moses" dataset behind datasets.Load registers it
+// explicitly,
+//
+//	datasets.Register("moses", mol.LoadMOSES)
+//
+// as cmd/lgflow does; nothing is registered by importing this package.
+func LoadMOSES(ctx context.Context, split string, opt datasets.Options) ([]*graph.Graph, error) {
 	dir := opt.Dir
 	if dir == "" {
 		var err error

@@ -92,7 +92,7 @@ func TestMOSESLoadRoundTrip(t *testing.T) {
 		}
 		last = done
 	}
-	gs, err := datasets.Load(context.Background(), "moses", "val", opt)
+	gs, err := LoadMOSES(context.Background(), "val", opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestReadSMILESCSV(t *testing.T) {
 func TestMOSESMissingFile(t *testing.T) {
 	dir := t.TempDir()
 	for _, split := range []string{"train", "val", "test"} {
-		_, err := datasets.Load(context.Background(), "moses", split, datasets.Options{Dir: dir})
+		_, err := LoadMOSES(context.Background(), split, datasets.Options{Dir: dir})
 		if err == nil || !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s: err %v, want a not-exist error", split, err)
 		}
@@ -239,7 +239,7 @@ func TestMOSESMissingFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, MOSESDir, "train.csv"), []byte("SMILES\nCCO\nC1CC\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := datasets.Load(context.Background(), "moses", "train", datasets.Options{Dir: dir})
+	_, err := LoadMOSES(context.Background(), "train", datasets.Options{Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "train.csv line 3") {
 		t.Errorf("malformed train.csv: %v", err)
 	}
