@@ -332,6 +332,25 @@ func TestSampleOptions(t *testing.T) {
 	if andEdges == 0 {
 		t.Error(`no edges decoded with "and": the subset checks are vacuous`)
 	}
+	// A positive edge margin keeps a subset of the argmax's edges, a
+	// negative one a superset, on the same latents.
+	for _, margin := range []float64{0.5, -0.5} {
+		gs, err := flow.Sample(ctx, m, 5, flow.WithSeed(9), flow.WithSteps(8), flow.WithEdgeMargin(margin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range gs {
+			sub, super := g, rules[vae.EitherDirection][i]
+			if margin < 0 {
+				sub, super = super, sub
+			}
+			for _, e := range sub.Edges() {
+				if !super.HasEdge(e.From, e.To) {
+					t.Errorf("margin %v, graph %d: edge %v breaks the subset order", margin, i, e)
+				}
+			}
+		}
+	}
 	if gs, err := flow.Sample(ctx, m, 0); err != nil || len(gs) != 0 {
 		t.Errorf("Sample(0) = %v, %v", gs, err)
 	}
@@ -348,6 +367,7 @@ func TestSampleOptions(t *testing.T) {
 		{"sizes length", 2, []flow.SampleOption{flow.WithNodeCounts([]int{4})}, "1 node counts for 2 graphs"},
 		{"zero size", 2, []flow.SampleOption{flow.WithNodeCounts([]int{4, 0})}, "graph 1 has 0 nodes"},
 		{"bad edge rule", 2, []flow.SampleOption{flow.WithEdgeRule(vae.EdgeRule(7))}, "edge rule"},
+		{"NaN edge margin", 2, []flow.SampleOption{flow.WithEdgeMargin(math.NaN())}, "edge margin"},
 		{"zero temperature", 2, []flow.SampleOption{flow.WithTemperature(0)}, "temperature"},
 		{"NaN temperature", 2, []flow.SampleOption{flow.WithTemperature(math.NaN())}, "temperature"},
 		{"negative stochasticity", 2, []flow.SampleOption{flow.WithStochasticity(-0.1)}, "stochasticity"},

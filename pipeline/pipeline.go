@@ -59,9 +59,11 @@ type Options struct {
 	Seed     uint64
 	// Steps, EdgeRule, Temperature and FinalJump are passed to flow.Sample
 	// only when set (non-zero, non-empty); otherwise its defaults apply.
-	// EdgeRule is a vae.ParseEdgeRule name: or, and, mean.
+	// EdgeRule is a vae.ParseEdgeRule name: or, and, mean. EdgeMargin is
+	// flow.WithEdgeMargin's (0: the argmax).
 	Steps       int
 	EdgeRule    string
+	EdgeMargin  float64
 	Temperature float64
 	FinalJump   float64
 
@@ -91,6 +93,9 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 			return nil, err
 		}
 		opts = append(opts, flow.WithEdgeRule(r))
+	}
+	if o.EdgeMargin != 0 {
+		opts = append(opts, flow.WithEdgeMargin(o.EdgeMargin))
 	}
 	if o.Temperature > 0 {
 		opts = append(opts, flow.WithTemperature(o.Temperature))

@@ -20,11 +20,12 @@ type Report struct {
 	// decoding).
 	NSamples      int     `json:"n_samples"`
 	SampleSeconds float64 `json:"sample_seconds"`
-	// Steps, EdgeRule, Temperature and FinalJump are the sampler settings
+	// Steps, EdgeRule, EdgeMargin, Temperature and FinalJump are the sampler settings
 	// the run set; 0 and "" mean flow.Sample's defaults.
 	Steps       int     `json:"steps"`
 	Seed        uint64  `json:"seed"`
 	EdgeRule    string  `json:"edge_rule"`
+	EdgeMargin  float64 `json:"edge_margin,omitempty"`
 	Temperature float64 `json:"temperature,omitempty"`
 	FinalJump   float64 `json:"final_jump,omitempty"`
 	Hardware    string  `json:"hardware"`
@@ -77,7 +78,7 @@ type Report struct {
 
 func newReport(spec Spec, o Options, n int) *Report {
 	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Steps: o.Steps, Seed: o.Seed,
-		Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
+		EdgeMargin: o.EdgeMargin, Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
 		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...)}
 	if o.EdgeRule != "" {
 		if rule, err := vae.ParseEdgeRule(o.EdgeRule); err == nil {

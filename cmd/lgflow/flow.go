@@ -217,6 +217,7 @@ func runSample(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 256, "graphs integrated together")
 	method := fs.String("method", "", "integrator: euler or heun (default: flow.Sample's)")
 	edgeRule := fs.String("edge-rule", "", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one (default: flow.Sample's)")
+	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (0: the argmax; > 0: fewer spurious edges)")
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
@@ -250,6 +251,9 @@ func runSample(ctx context.Context, args []string) error {
 			return usagef("%v", err)
 		}
 		opts = append(opts, flow.WithEdgeRule(rule))
+	}
+	if set["edge-margin"] {
+		opts = append(opts, flow.WithEdgeMargin(*edgeMargin))
 	}
 	ae, err := vae.Load(*vaePath)
 	if err != nil {

@@ -259,6 +259,7 @@ func runRecon(ctx context.Context, args []string) error {
 	noise := fs.Float64("noise", 0, "add Gaussian noise of this many latent standard deviations before decoding (decoder robustness)")
 	seed := fs.Uint64("seed", 0, "seed of the -noise draws")
 	edgeRule := fs.String("edge-rule", "or", "decoding of undirected edges for the validity figure: or, and, mean")
+	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the validity figure (0: the argmax)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -290,7 +291,7 @@ func runRecon(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	acc, gs, err := vae.ReconstructLatents(ctx, m, d, *batch, lat, vae.WithEdgeRule(rule))
+	acc, gs, err := vae.ReconstructLatents(ctx, m, d, *batch, lat, vae.WithEdgeRule(rule), vae.WithEdgeMargin(*edgeMargin))
 	if err != nil {
 		return err
 	}
