@@ -89,16 +89,35 @@ func (tp *Tape) Attention(q, k, v *Var, mask *tensor.Tensor, mode MaskMode, scal
 		}
 		tensor.Gemm(y.Reshape(b*h, nq, dh), 1, s3, vv.Reshape(b*h, m, dh), false, false, 0)
 	}
-	out, n := tp.out(y, tp.anyGrad(q, k, v), attentionBackward)
-	if n != nil {
-		n.a, n.b, n.c = q, k, v
-		n.t0, n.t1, n.t2, n.t3 = qv, kv, vv, probs
-		n.shape = []int{b, h, nq, m, dh}
-		n.f0 = scale
-		n.i0 = b2i(fused)
+	out, s := record(tp, y, tp.anyGrad(q, k, v), attentionKind)
+	if s != nil {
+		*s = attentionSaved{
+			q: q, k: k, v: v,
+			qv: qv, kv: kv, vv: vv,
+			probs: probs,
+			batch: b, heads: h, queries: nq, keys: m, headDim: dh,
+			scale: scale,
+			fused: fused,
+		}
 	}
 	return out
 }
+
+// attentionSaved is Attention's backward state.
+type attentionSaved struct {
+	q, k, v *Var // the inputs, for their gradients
+	// qv, kv, vv are the values the forward read: the inputs' own (possibly
+	// strided) values on the fused path, contiguous copies otherwise.
+	qv, kv, vv    *tensor.Tensor
+	probs         *tensor.Tensor // the attention probabilities P (B, H, N, M); 0 where masked
+	batch, heads  int            // B, H
+	queries, keys int            // N, M
+	headDim       int            // Dh
+	scale         float64        // the scores were scale·q·kᵀ
+	fused         bool           // the forward ran tensor.Attention: tensor.AttentionBackward runs the backward
+}
+
+var attentionKind = newSavedKind[attentionSaved]()
 
 // useFusedAttention routes key-padding attention to tensor.Attention.
 var useFusedAttention = true
@@ -202,28 +221,26 @@ func maskedSoftmax[T float](s []T, allowed []bool, b, h, nq, m int) {
 	})
 }
 
-// attentionBackward, with P the probabilities and G the output gradient:
+// backward, with P the probabilities and G the output gradient:
 //
 //	dV = Pᵀ·G,  dP = G·Vᵀ,  dS = P ⊙ (dP − rowsum(dP ⊙ P)),
 //	dQ = scale·dS·K,  dK = scale·dSᵀ·Q.
-func attentionBackward(tp *Tape, n *node) {
-	q, k, v := n.a, n.b, n.c
-	b, h, nq, m, dh := n.shape[0], n.shape[1], n.shape[2], n.shape[3], n.shape[4]
-	scale := n.f0
-	probs := n.t3
-	if n.i0 == 1 {
+func (s *attentionSaved) backward(tp *Tape, out *Var) {
+	q, k, v := s.q, s.k, s.v
+	nq, m, dh := s.queries, s.keys, s.headDim
+	if s.fused {
 		dq := tp.alloc(q.Value, q.Shape()...)
 		dk := tp.alloc(k.Value, k.Shape()...)
 		dv := tp.alloc(v.Value, v.Shape()...)
-		tensor.AttentionBackward(dq, dk, dv, n.out.Grad, n.t0, n.t1, n.t2, probs, scale)
+		tensor.AttentionBackward(dq, dk, dv, out.Grad, s.qv, s.kv, s.vv, s.probs, s.scale)
 		tp.addGrad(q, dq, true)
 		tp.addGrad(k, dk, true)
 		tp.addGrad(v, dv, true)
 		return
 	}
-	gout := tp.contig(n.out.Grad)
-	bh := b * h
-	p3 := probs.Reshape(bh, nq, m)
+	gout := tp.contig(out.Grad)
+	bh := s.batch * s.heads
+	p3 := s.probs.Reshape(bh, nq, m)
 	g3 := gout.Reshape(bh, nq, dh)
 	if v.requiresGrad {
 		dst, beta := tp.gradDst(v)
@@ -233,8 +250,8 @@ func attentionBackward(tp *Tape, n *node) {
 	if !q.requiresGrad && !k.requiresGrad {
 		return
 	}
-	ds := tp.alloc(probs, bh, nq, m)
-	tensor.Gemm(ds, 1, g3, n.t2.Reshape(bh, m, dh), false, true, 0)
+	ds := tp.alloc(s.probs, bh, nq, m)
+	tensor.Gemm(ds, 1, g3, s.vv.Reshape(bh, m, dh), false, true, 0)
 	if ds.DType() == tensor.Float32 {
 		softmaxGradRows(ds.Data32(), p3.Data32(), bh*nq, m)
 	} else {
@@ -242,12 +259,12 @@ func attentionBackward(tp *Tape, n *node) {
 	}
 	if q.requiresGrad {
 		dst, beta := tp.gradDst(q)
-		tensor.Gemm(dst.Reshape(bh, nq, dh), scale, ds, n.t1.Reshape(bh, m, dh), false, false, beta)
+		tensor.Gemm(dst.Reshape(bh, nq, dh), s.scale, ds, s.kv.Reshape(bh, m, dh), false, false, beta)
 		tp.doneGrad(q)
 	}
 	if k.requiresGrad {
 		dst, beta := tp.gradDst(k)
-		tensor.Gemm(dst.Reshape(bh, m, dh), scale, ds, n.t0.Reshape(bh, nq, dh), true, false, beta)
+		tensor.Gemm(dst.Reshape(bh, m, dh), s.scale, ds, s.qv.Reshape(bh, nq, dh), true, false, beta)
 		tp.doneGrad(k)
 	}
 }

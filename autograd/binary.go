@@ -70,83 +70,67 @@ func (tp *Tape) reduceGrad(v *Var, g *tensor.Tensor, owned bool) {
 // Add returns a + b (broadcasting).
 func (tp *Tape) Add(a, b *Var) *Var {
 	y := tensor.Add(tp.binaryOut("Add", a, b), a.Value, b.Value)
-	out, n := tp.out(y, tp.anyGrad(a, b, nil), addBackward)
-	if n != nil {
-		n.a, n.b = a, b
-	}
-	return out
+	return tp.recordBinary(y, a, b, addBackward)
 }
 
-func addBackward(tp *Tape, n *node) {
-	gy := n.out.Grad
-	tp.reduceGrad(n.a, gy, false)
-	tp.reduceGrad(n.b, gy, false)
+func addBackward(tp *Tape, lhs, rhs, out *Var) {
+	gy := out.Grad
+	tp.reduceGrad(lhs, gy, false)
+	tp.reduceGrad(rhs, gy, false)
 }
 
 // Sub returns a − b (broadcasting).
 func (tp *Tape) Sub(a, b *Var) *Var {
 	y := tensor.Sub(tp.binaryOut("Sub", a, b), a.Value, b.Value)
-	out, n := tp.out(y, tp.anyGrad(a, b, nil), subBackward)
-	if n != nil {
-		n.a, n.b = a, b
-	}
-	return out
+	return tp.recordBinary(y, a, b, subBackward)
 }
 
-func subBackward(tp *Tape, n *node) {
-	gy := n.out.Grad
-	tp.reduceGrad(n.a, gy, false)
-	if n.b.requiresGrad {
+func subBackward(tp *Tape, lhs, rhs, out *Var) {
+	gy := out.Grad
+	tp.reduceGrad(lhs, gy, false)
+	if rhs.requiresGrad {
 		g := tensor.Neg(tp.alloc(gy, gy.Shape()...), gy)
-		tp.reduceGrad(n.b, g, true)
+		tp.reduceGrad(rhs, g, true)
 	}
 }
 
 // Mul returns the elementwise product a ⊙ b (broadcasting).
 func (tp *Tape) Mul(a, b *Var) *Var {
 	y := tensor.Mul(tp.binaryOut("Mul", a, b), a.Value, b.Value)
-	out, n := tp.out(y, tp.anyGrad(a, b, nil), mulBackward)
-	if n != nil {
-		n.a, n.b = a, b
-	}
-	return out
+	return tp.recordBinary(y, a, b, mulBackward)
 }
 
-func mulBackward(tp *Tape, n *node) {
-	gy := n.out.Grad
-	if n.a.requiresGrad {
-		g := tensor.Mul(tp.alloc(gy, gy.Shape()...), gy, n.b.Value)
-		tp.reduceGrad(n.a, g, true)
+func mulBackward(tp *Tape, lhs, rhs, out *Var) {
+	gy := out.Grad
+	if lhs.requiresGrad {
+		g := tensor.Mul(tp.alloc(gy, gy.Shape()...), gy, rhs.Value)
+		tp.reduceGrad(lhs, g, true)
 	}
-	if n.b.requiresGrad {
-		g := tensor.Mul(tp.alloc(gy, gy.Shape()...), gy, n.a.Value)
-		tp.reduceGrad(n.b, g, true)
+	if rhs.requiresGrad {
+		g := tensor.Mul(tp.alloc(gy, gy.Shape()...), gy, lhs.Value)
+		tp.reduceGrad(rhs, g, true)
 	}
 }
 
 // Div returns the elementwise quotient a / b (broadcasting).
 func (tp *Tape) Div(a, b *Var) *Var {
 	y := tensor.Div(tp.binaryOut("Div", a, b), a.Value, b.Value)
-	out, n := tp.out(y, tp.anyGrad(a, b, nil), divBackward)
-	if n != nil {
-		n.a, n.b = a, b
-	}
-	return out
+	return tp.recordBinary(y, a, b, divBackward)
 }
 
-// d(a/b)/da = 1/b, d(a/b)/db = −(a/b)/b.
-func divBackward(tp *Tape, n *node) {
-	gy := n.out.Grad
-	if n.a.requiresGrad {
-		g := tensor.Div(tp.alloc(gy, gy.Shape()...), gy, n.b.Value)
-		tp.reduceGrad(n.a, g, true)
+// d(num/den)/dnum = 1/den, d(num/den)/dden = −(num/den)/den.
+func divBackward(tp *Tape, num, den, out *Var) {
+	gy := out.Grad
+	if num.requiresGrad {
+		g := tensor.Div(tp.alloc(gy, gy.Shape()...), gy, den.Value)
+		tp.reduceGrad(num, g, true)
 	}
-	if n.b.requiresGrad {
+	if den.requiresGrad {
 		g := tp.alloc(gy, gy.Shape()...)
-		tensor.Mul(g, gy, n.out.Value)
-		tensor.Div(g, g, n.b.Value)
+		tensor.Mul(g, gy, out.Value)
+		tensor.Div(g, g, den.Value)
 		tensor.Neg(g, g)
-		tp.reduceGrad(n.b, g, true)
+		tp.reduceGrad(den, g, true)
 	}
 }
 
@@ -154,27 +138,32 @@ func divBackward(tp *Tape, n *node) {
 func (tp *Tape) AddScalar(a *Var, s float64) *Var {
 	tp.checkIn("AddScalar", a)
 	y := tensor.AddScalar(tp.alloc(a.Value, a.Shape()...), a.Value, s)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), addScalarBackward)
-	if n != nil {
-		n.a = a
-	}
-	return out
+	return tp.recordUnary(y, a, addScalarBackward)
 }
 
-func addScalarBackward(tp *Tape, n *node) { tp.addGrad(n.a, n.out.Grad, false) }
+// addScalarBackward passes the gradient through unchanged (shared).
+func addScalarBackward(tp *Tape, x, out *Var) { tp.addGrad(x, out.Grad, false) }
 
 // MulScalar returns s·a.
 func (tp *Tape) MulScalar(a *Var, s float64) *Var {
 	tp.checkIn("MulScalar", a)
 	y := tensor.MulScalar(tp.alloc(a.Value, a.Shape()...), a.Value, s)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), mulScalarBackward)
-	if n != nil {
-		n.a, n.f0 = a, s
+	out, st := record(tp, y, tp.anyGrad(a, nil, nil), mulScalarKind)
+	if st != nil {
+		*st = mulScalarSaved{x: a, factor: s}
 	}
 	return out
 }
 
-func mulScalarBackward(tp *Tape, n *node) {
-	gy := n.out.Grad
-	tp.addGrad(n.a, tensor.MulScalar(tp.alloc(gy, gy.Shape()...), gy, n.f0), true)
+// mulScalarSaved is MulScalar's backward state: out = factor·x.
+type mulScalarSaved struct {
+	x      *Var
+	factor float64
+}
+
+var mulScalarKind = newSavedKind[mulScalarSaved]()
+
+func (s *mulScalarSaved) backward(tp *Tape, out *Var) {
+	gy := out.Grad
+	tp.addGrad(s.x, tensor.MulScalar(tp.alloc(gy, gy.Shape()...), gy, s.factor), true)
 }

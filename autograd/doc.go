@@ -5,7 +5,11 @@
 // in reverse and applies each operation's vector-Jacobian product. Each
 // family of ops lives in one file with its forward and backward side by side
 // (binary.go, unary.go, reduce.go, matmul.go, shape.go, index.go, gine.go,
-// mask.go, norm.go, attention.go, loss.go).
+// mask.go, norm.go, attention.go, loss.go). What an op's backward needs is
+// saved by name in a small struct of its own (attentionSaved, linearSaved,
+// ...), whose backward method is the op's vector-Jacobian product; the
+// structs live in slabs on the tape, so recording allocates nothing
+// (saved.go).
 //
 //	w := autograd.NewParam(tensor.RandN(rng, tensor.Float32, 16, 8)) // once
 //	for step := range steps {

@@ -71,14 +71,23 @@ func (tp *Tape) GINEAggregate(h, e *Var, src, dst, eidx []int32) *Var {
 		}
 		gineForward(y.Data64(), hv.Data64(), ed, src, dst, eidx, f, work)
 	}
-	out, n := tp.out(y, tp.anyGrad(h, e, nil), gineBackward)
-	if n != nil {
-		n.a, n.b = h, e
-		n.t0, n.t1 = hv, ev
-		n.idx0, n.idx1, n.idx2 = src, dst, eidx
+	out, s := record(tp, y, tp.anyGrad(h, e, nil), gineKind)
+	if s != nil {
+		*s = gineSaved{h: h, e: e, hv: hv, ev: ev, src: src, dst: dst, eidx: eidx}
 	}
 	return out
 }
+
+// gineSaved is GINEAggregate's backward state (fused CPU path).
+type gineSaved struct {
+	h, e *Var // node features and edge terms (e may be nil), for their gradients
+	// hv and ev are their contiguous values (ev nil without e), from which
+	// the backward recomputes the ReLU masks.
+	hv, ev         *tensor.Tensor
+	src, dst, eidx []int32 // the edges, and each edge's row of e (nil: row k)
+}
+
+var gineKind = newSavedKind[gineSaved]()
 
 func checkIndex(op string, idx []int32, n int) {
 	for i, v := range idx {
@@ -150,11 +159,11 @@ func gineForward64(y, h, e []float64, src, dst, eidx []int32, f, lo, hi int) {
 	}
 }
 
-// gineBackward: with g = dout[dst[k]] and mask = h[src[k]] + e[ek] > 0,
+// backward: with g = dout[dst[k]] and mask = h[src[k]] + e[ek] > 0,
 // dh[src[k]] += g ⊙ mask and de[ek] += g ⊙ mask.
-func gineBackward(tp *Tape, n *node) {
-	h, e := n.a, n.b
-	gy := tp.contig(n.out.Grad)
+func (s *gineSaved) backward(tp *Tape, out *Var) {
+	h, e := s.h, s.e
+	gy := tp.contig(out.Grad)
 	f := h.Dim(1)
 	var dh, de *tensor.Tensor
 	if h.requiresGrad {
@@ -163,11 +172,11 @@ func gineBackward(tp *Tape, n *node) {
 	if e != nil && e.requiresGrad {
 		de = tp.gradZeroDst(e)
 	}
-	work := len(n.idx0) * f
+	work := len(s.src) * f
 	if gy.DType() == tensor.Float32 {
 		var ed, dhd, ded []float32
-		if n.t1 != nil {
-			ed = n.t1.Data32()
+		if s.ev != nil {
+			ed = s.ev.Data32()
 		}
 		if dh != nil {
 			dhd = dh.Data32()
@@ -175,11 +184,11 @@ func gineBackward(tp *Tape, n *node) {
 		if de != nil {
 			ded = de.Data32()
 		}
-		gineGrad(dhd, ded, gy.Data32(), n.t0.Data32(), ed, n.idx0, n.idx1, n.idx2, f, work)
+		gineGrad(dhd, ded, gy.Data32(), s.hv.Data32(), ed, s.src, s.dst, s.eidx, f, work)
 	} else {
 		var ed, dhd, ded []float64
-		if n.t1 != nil {
-			ed = n.t1.Data64()
+		if s.ev != nil {
+			ed = s.ev.Data64()
 		}
 		if dh != nil {
 			dhd = dh.Data64()
@@ -187,7 +196,7 @@ func gineBackward(tp *Tape, n *node) {
 		if de != nil {
 			ded = de.Data64()
 		}
-		gineGrad(dhd, ded, gy.Data64(), n.t0.Data64(), ed, n.idx0, n.idx1, n.idx2, f, work)
+		gineGrad(dhd, ded, gy.Data64(), s.hv.Data64(), ed, s.src, s.dst, s.eidx, f, work)
 	}
 	if dh != nil {
 		tp.doneGrad(h)

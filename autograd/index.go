@@ -23,20 +23,28 @@ func (tp *Tape) Gather(a *Var, idx []int32) *Var {
 		panic("autograd.Gather: rank-0 input")
 	}
 	y := tensor.Gather(tp.alloc(a.Value, rowShape(a.Shape(), len(idx))...), a.Value, idx)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), gatherBackward)
-	if n != nil {
-		n.a, n.idx0 = a, idx
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), gatherKind)
+	if s != nil {
+		*s = gatherSaved{x: a, idx: idx}
 	}
 	return out
 }
 
-func gatherBackward(tp *Tape, n *node) {
-	if !n.a.requiresGrad {
+// gatherSaved is Gather's backward state: out[i] = x[idx[i]].
+type gatherSaved struct {
+	x   *Var
+	idx []int32
+}
+
+var gatherKind = newSavedKind[gatherSaved]()
+
+func (s *gatherSaved) backward(tp *Tape, out *Var) {
+	if !s.x.requiresGrad {
 		return
 	}
-	dst := tp.gradZeroDst(n.a)
-	tensor.ScatterAdd(dst, n.out.Grad, n.idx0)
-	tp.doneGrad(n.a)
+	dst := tp.gradZeroDst(s.x)
+	tensor.ScatterAdd(dst, out.Grad, s.idx)
+	tp.doneGrad(s.x)
 }
 
 // IndexSelect returns a with axis restricted to the entries idx (in order,
@@ -50,33 +58,43 @@ func (tp *Tape) IndexSelect(a *Var, axis int, idx []int32) *Var {
 	shape := append([]int(nil), a.Shape()...)
 	shape[ax] = len(idx)
 	y := tensor.IndexSelect(tp.alloc(a.Value, shape...), a.Value, ax, idx)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), indexSelectBackward)
-	if n != nil {
-		n.a, n.i0, n.idx0 = a, ax, idx
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), indexSelectKind)
+	if s != nil {
+		*s = indexSelectSaved{x: a, axis: ax, idx: idx}
 	}
 	return out
 }
 
-func indexSelectBackward(tp *Tape, n *node) {
-	if !n.a.requiresGrad {
+// indexSelectSaved is IndexSelect's backward state: out takes the entries
+// idx of x along axis (non-negative, > 0).
+type indexSelectSaved struct {
+	x    *Var
+	axis int
+	idx  []int32
+}
+
+var indexSelectKind = newSavedKind[indexSelectSaved]()
+
+func (s *indexSelectSaved) backward(tp *Tape, out *Var) {
+	if !s.x.requiresGrad {
 		return
 	}
-	shape := n.a.Shape()
+	shape := s.x.Shape()
 	outer, inner := 1, 1
-	for i := 0; i < n.i0; i++ {
+	for i := 0; i < s.axis; i++ {
 		outer *= shape[i]
 	}
-	for i := n.i0 + 1; i < len(shape); i++ {
+	for i := s.axis + 1; i < len(shape); i++ {
 		inner *= shape[i]
 	}
-	g := tp.zeros(n.a.Value, shape...)
-	gy := tp.contig(n.out.Grad)
+	g := tp.zeros(s.x.Value, shape...)
+	gy := tp.contig(out.Grad)
 	if g.DType() == tensor.Float32 {
-		indexAddAxis(g.Data32(), gy.Data32(), n.idx0, outer, shape[n.i0], inner)
+		indexAddAxis(g.Data32(), gy.Data32(), s.idx, outer, shape[s.axis], inner)
 	} else {
-		indexAddAxis(g.Data64(), gy.Data64(), n.idx0, outer, shape[n.i0], inner)
+		indexAddAxis(g.Data64(), gy.Data64(), s.idx, outer, shape[s.axis], inner)
 	}
-	tp.addGrad(n.a, g, true)
+	tp.addGrad(s.x, g, true)
 }
 
 // indexAddAxis does g[o, idx[i], :] += gy[o, i, :].
@@ -101,19 +119,29 @@ func (tp *Tape) ScatterAdd(src *Var, idx []int32, n int) *Var {
 		panic(fmt.Sprintf("autograd.ScatterAdd: src %v has %d rows, idx has %d entries", src.Shape(), src.Dim(0), len(idx)))
 	}
 	y := tensor.ScatterAdd(tp.zeros(src.Value, rowShape(src.Shape(), n)...), src.Value, idx)
-	out, nd := tp.out(y, tp.anyGrad(src, nil, nil), scatterAddBackward)
-	if nd != nil {
-		nd.a, nd.idx0 = src, idx
+	out, s := record(tp, y, tp.anyGrad(src, nil, nil), scatterAddKind)
+	if s != nil {
+		*s = scatterAddSaved{src: src, idx: idx}
 	}
 	return out
 }
 
-func scatterAddBackward(tp *Tape, n *node) {
-	if !n.a.requiresGrad {
+// scatterAddSaved is the backward state of ScatterAdd and SegmentSum:
+// out[idx[i]] += src[i].
+type scatterAddSaved struct {
+	src *Var
+	idx []int32
+}
+
+var scatterAddKind = newSavedKind[scatterAddSaved]()
+
+// backward: d src[i] = dout[idx[i]].
+func (s *scatterAddSaved) backward(tp *Tape, out *Var) {
+	if !s.src.requiresGrad {
 		return
 	}
-	g := tensor.Gather(tp.alloc(n.a.Value, n.a.Shape()...), n.out.Grad, n.idx0)
-	tp.addGrad(n.a, g, true)
+	g := tensor.Gather(tp.alloc(s.src.Value, s.src.Shape()...), out.Grad, s.idx)
+	tp.addGrad(s.src, g, true)
 }
 
 // SegmentSum returns out (nseg, src.shape[1:]...) with out[s] = Σ_{i: seg[i]=s} src[i]
@@ -124,9 +152,9 @@ func (tp *Tape) SegmentSum(src *Var, seg []int32, nseg int) *Var {
 		panic(fmt.Sprintf("autograd.SegmentSum: src %v has %d rows, seg has %d entries", src.Shape(), src.Dim(0), len(seg)))
 	}
 	y := tensor.SegmentSum(tp.alloc(src.Value, rowShape(src.Shape(), nseg)...), src.Value, seg, nseg)
-	out, n := tp.out(y, tp.anyGrad(src, nil, nil), scatterAddBackward)
-	if n != nil {
-		n.a, n.idx0 = src, seg
+	out, s := record(tp, y, tp.anyGrad(src, nil, nil), scatterAddKind)
+	if s != nil {
+		*s = scatterAddSaved{src: src, idx: seg}
 	}
 	return out
 }
@@ -139,31 +167,42 @@ func (tp *Tape) SegmentMean(src *Var, seg []int32, nseg int) *Var {
 		panic(fmt.Sprintf("autograd.SegmentMean: src %v has %d rows, seg has %d entries", src.Shape(), src.Dim(0), len(seg)))
 	}
 	y := tensor.SegmentMean(tp.alloc(src.Value, rowShape(src.Shape(), nseg)...), src.Value, seg, nseg)
-	out, n := tp.out(y, tp.anyGrad(src, nil, nil), segmentMeanBackward)
-	if n != nil {
-		n.a, n.idx0, n.i0 = src, seg, nseg
+	out, s := record(tp, y, tp.anyGrad(src, nil, nil), segmentMeanKind)
+	if s != nil {
+		*s = segmentMeanSaved{src: src, seg: seg, segments: nseg}
 	}
 	return out
 }
 
-// d src[i] = gy[seg[i]] / count(seg[i]).
-func segmentMeanBackward(tp *Tape, n *node) {
-	if !n.a.requiresGrad {
+// segmentMeanSaved is SegmentMean's backward state: row i of src is in
+// segment seg[i] of segments; the backward recounts the segment sizes.
+type segmentMeanSaved struct {
+	src      *Var
+	seg      []int32
+	segments int
+}
+
+var segmentMeanKind = newSavedKind[segmentMeanSaved]()
+
+// backward: d src[i] = dout[seg[i]] / count(seg[i]).
+func (s *segmentMeanSaved) backward(tp *Tape, out *Var) {
+	src := s.src
+	if !src.requiresGrad {
 		return
 	}
-	cnt := make([]int32, n.i0)
-	for _, s := range n.idx0 {
-		cnt[s]++
+	cnt := make([]int32, s.segments)
+	for _, sg := range s.seg {
+		cnt[sg]++
 	}
-	g := tp.alloc(n.a.Value, n.a.Shape()...)
-	gy := tp.contig(n.out.Grad)
-	width := n.a.Size() / max(n.a.Dim(0), 1)
+	g := tp.alloc(src.Value, src.Shape()...)
+	gy := tp.contig(out.Grad)
+	width := src.Size() / max(src.Dim(0), 1)
 	if g.DType() == tensor.Float32 {
-		segMeanGrad(g.Data32(), gy.Data32(), n.idx0, cnt, width)
+		segMeanGrad(g.Data32(), gy.Data32(), s.seg, cnt, width)
 	} else {
-		segMeanGrad(g.Data64(), gy.Data64(), n.idx0, cnt, width)
+		segMeanGrad(g.Data64(), gy.Data64(), s.seg, cnt, width)
 	}
-	tp.addGrad(n.a, g, true)
+	tp.addGrad(src, g, true)
 }
 
 func segMeanGrad[T float](g, gy []T, seg, cnt []int32, width int) {

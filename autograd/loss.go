@@ -41,22 +41,34 @@ func (tp *Tape) SoftmaxCrossEntropy(logits *Var, targets []int32, weight []float
 	}
 	y := tp.alloc(logits.Value)
 	y.Fill(total * scale)
-	out, n := tp.out(y, tp.anyGrad(logits, nil, nil), crossEntropyBackward)
-	if n != nil {
-		n.a, n.t0, n.idx0, n.w32, n.f0 = logits, prob, targets, weight, scale
+	out, s := record(tp, y, tp.anyGrad(logits, nil, nil), crossEntropyKind)
+	if s != nil {
+		*s = crossEntropySaved{logits: logits, probs: prob, targets: targets, weight: weight, scale: scale}
 	}
 	return out
 }
 
-func crossEntropyBackward(tp *Tape, n *node) {
-	if !n.a.requiresGrad {
+// crossEntropySaved is SoftmaxCrossEntropy's backward state.
+type crossEntropySaved struct {
+	logits  *Var
+	probs   *tensor.Tensor // softmax(logits) as (rows, C)
+	targets []int32
+	weight  []float32 // per-row weights, or nil (all 1)
+	scale   float64   // 1/Σ weight (0 if Σ weight = 0): the loss is scale·Σ_rows
+}
+
+var crossEntropyKind = newSavedKind[crossEntropySaved]()
+
+func (s *crossEntropySaved) backward(tp *Tape, out *Var) {
+	logits := s.logits
+	if !logits.requiresGrad {
 		return
 	}
-	c := n.a.Dim(-1)
-	rows := n.a.Size() / c
-	g := tp.alloc(n.a.Value, rows, c)
-	tensor.SoftmaxCrossEntropyBackward(g, n.t0, n.idx0, n.w32, n.f0*n.out.Grad.Item())
-	tp.addGrad(n.a, g.Reshape(n.a.Shape()...), true)
+	c := logits.Dim(-1)
+	rows := logits.Size() / c
+	g := tp.alloc(logits.Value, rows, c)
+	tensor.SoftmaxCrossEntropyBackward(g, s.probs, s.targets, s.weight, s.scale*out.Grad.Item())
+	tp.addGrad(logits, g.Reshape(logits.Shape()...), true)
 }
 
 // MSE returns the weighted mean squared error Σ w·(pred − target)² / Σ w,

@@ -12,16 +12,25 @@ import (
 func (tp *Tape) MaskedFill(a *Var, mask *tensor.Tensor, v float64) *Var {
 	tp.checkIn("MaskedFill", a)
 	y := tensor.MaskedFill(tp.alloc(a.Value, a.Shape()...), a.Value, mask, v)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), maskedFillBackward)
-	if n != nil {
-		n.a, n.t0 = a, mask
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), maskedFillKind)
+	if s != nil {
+		*s = maskedFillSaved{x: a, mask: mask}
 	}
 	return out
 }
 
-func maskedFillBackward(tp *Tape, n *node) {
-	g := tensor.MaskedFill(tp.gradBuf(n), n.out.Grad, n.t0, 0)
-	tp.addGrad(n.a, g, true)
+// maskedFillSaved is MaskedFill's backward state: no gradient flows where
+// mask != 0.
+type maskedFillSaved struct {
+	x    *Var
+	mask *tensor.Tensor
+}
+
+var maskedFillKind = newSavedKind[maskedFillSaved]()
+
+func (s *maskedFillSaved) backward(tp *Tape, out *Var) {
+	g := tensor.MaskedFill(tp.gradBuf(out), out.Grad, s.mask, 0)
+	tp.addGrad(s.x, g, true)
 }
 
 // Where returns cond != 0 ? a : b elementwise, with numpy broadcasting of all
@@ -32,23 +41,31 @@ func (tp *Tape) Where(cond *tensor.Tensor, a, b *Var) *Var {
 	checkDType("Where", a.Value, b.Value)
 	shape := broadcastShape("Where", broadcastShape("Where", cond.Shape(), a.Shape()), b.Shape())
 	y := tensor.Where(tp.alloc(a.Value, shape...), cond, a.Value, b.Value)
-	out, n := tp.out(y, tp.anyGrad(a, b, nil), whereBackward)
-	if n != nil {
-		n.a, n.b, n.t0 = a, b, cond
+	out, s := record(tp, y, tp.anyGrad(a, b, nil), whereKind)
+	if s != nil {
+		*s = whereSaved{cond: cond, ifTrue: a, ifFalse: b}
 	}
 	return out
 }
 
-func whereBackward(tp *Tape, n *node) {
-	gy := n.out.Grad
-	if n.a.requiresGrad {
+// whereSaved is Where's backward state: out = cond != 0 ? ifTrue : ifFalse.
+type whereSaved struct {
+	cond            *tensor.Tensor
+	ifTrue, ifFalse *Var
+}
+
+var whereKind = newSavedKind[whereSaved]()
+
+func (s *whereSaved) backward(tp *Tape, out *Var) {
+	gy := out.Grad
+	if s.ifTrue.requiresGrad {
 		// cond == 0 -> 0: MaskedFill with the inverted condition.
-		g := tensor.Where(tp.gradBuf(n), n.t0, gy, tensor.Scalar(gy.DType(), 0))
-		tp.reduceGrad(n.a, g, true)
+		g := tensor.Where(tp.gradBuf(out), s.cond, gy, tensor.Scalar(gy.DType(), 0))
+		tp.reduceGrad(s.ifTrue, g, true)
 	}
-	if n.b.requiresGrad {
-		g := tensor.MaskedFill(tp.gradBuf(n), gy, n.t0, 0)
-		tp.reduceGrad(n.b, g, true)
+	if s.ifFalse.requiresGrad {
+		g := tensor.MaskedFill(tp.gradBuf(out), gy, s.cond, 0)
+		tp.reduceGrad(s.ifFalse, g, true)
 	}
 }
 
@@ -91,13 +108,22 @@ func (tp *Tape) Dropout(a *Var, p float64, r *tensor.RNG) *Var {
 		m = m.ToBackend(a.Value.Backend())
 	}
 	y := tensor.Mul(tp.alloc(a.Value, a.Shape()...), a.Value, m)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), dropoutBackward)
-	if n != nil {
-		n.a, n.t0 = a, m
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), dropoutKind)
+	if s != nil {
+		*s = dropoutSaved{x: a, keep: m}
 	}
 	return out
 }
 
-func dropoutBackward(tp *Tape, n *node) {
-	tp.addGrad(n.a, tensor.Mul(tp.gradBuf(n), n.out.Grad, n.t0), true)
+// dropoutSaved is Dropout's backward state: out = x ⊙ keep, where keep
+// holds 0 for a dropped entry and 1/(1−p) for a kept one.
+type dropoutSaved struct {
+	x    *Var
+	keep *tensor.Tensor
+}
+
+var dropoutKind = newSavedKind[dropoutSaved]()
+
+func (s *dropoutSaved) backward(tp *Tape, out *Var) {
+	tp.addGrad(s.x, tensor.Mul(tp.gradBuf(out), out.Grad, s.keep), true)
 }

@@ -74,51 +74,58 @@ func (tp *Tape) MatMul(a, b *Var, transA, transB bool) *Var {
 	ae, ta := operand(a.Value, transA)
 	be, tb := operand(b.Value, transB)
 	y := tensor.Gemm(tp.alloc(a.Value, shape...), 1, ae, be, ta, tb, 0)
-	out, n := tp.out(y, tp.anyGrad(a, b, nil), matmulBackward)
-	if n != nil {
-		n.a, n.b = a, b
-		n.t0, n.t1 = ae, be
-		n.i0, n.i1 = b2i(ta), b2i(tb)
-		n.i2 = b2i(transA) | b2i(transB)<<1
+	out, s := record(tp, y, tp.anyGrad(a, b, nil), matMulKind)
+	if s != nil {
+		*s = matMulSaved{
+			lhs: a, rhs: b,
+			lhsMat: ae, rhsMat: be,
+			lhsMatT: ta, rhsMatT: tb,
+			transLHS: transA, transRHS: transB,
+		}
 	}
 	return out
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
+// matMulSaved is MatMul's backward state, for out = op(lhs)·op(rhs).
+type matMulSaved struct {
+	lhs, rhs *Var // the factors, for their gradients
+	// lhsMat and rhsMat hold op(lhs) and op(rhs) in a form Gemm reads
+	// without copying (see operand): Gemm transposes lhsMat when lhsMatT
+	// and rhsMat when rhsMatT. The backward reuses them.
+	lhsMat, rhsMat   *tensor.Tensor
+	lhsMatT, rhsMatT bool
+	// transLHS and transRHS are the caller's flags (transA, transB): which
+	// factor entered the product transposed.
+	transLHS, transRHS bool
 }
 
-// matmulBackward: for C = op(A)·op(B),
+var matMulKind = newSavedKind[matMulSaved]()
+
+// backward: for out = op(lhs)·op(rhs),
 //
-//	dA = dC·op(B)ᵀ        (or op(B)·dCᵀ when A was transposed)
-//	dB = op(A)ᵀ·dC        (or dCᵀ·op(A) when B was transposed)
+//	dlhs = dout·op(rhs)ᵀ    (or op(rhs)·doutᵀ when transLHS)
+//	drhs = op(lhs)ᵀ·dout    (or doutᵀ·op(lhs) when transRHS)
 //
-// with op(A), op(B) read from the saved operands (t0, i0) and (t1, i1).
-func matmulBackward(tp *Tape, n *node) {
-	gy, tg := operand(n.out.Grad, false)
-	transA, transB := n.i2&1 != 0, n.i2&2 != 0
-	ae, ta := n.t0, n.i0 != 0
-	be, tb := n.t1, n.i1 != 0
-	if n.a.requiresGrad {
-		dst, beta := tp.gradDst(n.a)
-		if transA {
-			tensor.Gemm(dst, 1, be, gy, tb, !tg, beta)
+// with op(lhs), op(rhs) read from the saved lhsMat and rhsMat.
+func (s *matMulSaved) backward(tp *Tape, out *Var) {
+	gy, tg := operand(out.Grad, false)
+	if s.lhs.requiresGrad {
+		dst, beta := tp.gradDst(s.lhs)
+		if s.transLHS {
+			tensor.Gemm(dst, 1, s.rhsMat, gy, s.rhsMatT, !tg, beta)
 		} else {
-			tensor.Gemm(dst, 1, gy, be, tg, !tb, beta)
+			tensor.Gemm(dst, 1, gy, s.rhsMat, tg, !s.rhsMatT, beta)
 		}
-		tp.doneGrad(n.a)
+		tp.doneGrad(s.lhs)
 	}
-	if n.b.requiresGrad {
-		dst, beta := tp.gradDst(n.b)
-		if transB {
-			tensor.Gemm(dst, 1, gy, ae, !tg, ta, beta)
+	if s.rhs.requiresGrad {
+		dst, beta := tp.gradDst(s.rhs)
+		if s.transRHS {
+			tensor.Gemm(dst, 1, gy, s.lhsMat, !tg, s.lhsMatT, beta)
 		} else {
-			tensor.Gemm(dst, 1, ae, gy, !ta, tg, beta)
+			tensor.Gemm(dst, 1, s.lhsMat, gy, !s.lhsMatT, tg, beta)
 		}
-		tp.doneGrad(n.b)
+		tp.doneGrad(s.rhs)
 	}
 }
 
@@ -153,35 +160,45 @@ func (tp *Tape) Linear(x, w, b *Var) *Var {
 	}
 	we, tw := operand(w.Value, true)
 	tensor.Gemm(y2, 1, x2, we, false, tw, beta)
-	res, n := tp.out(y, tp.anyGrad(x, w, b), linearBackward)
-	if n != nil {
-		n.a, n.b, n.c = x, w, b
-		n.t0, n.t1 = x2, we
-		n.i0 = b2i(tw)
+	res, s := record(tp, y, tp.anyGrad(x, w, b), linearKind)
+	if s != nil {
+		*s = linearSaved{x: x, w: w, bias: b, xRows: x2, wMat: we, wMatT: tw}
 	}
 	return res
 }
 
-// linearBackward: with y = x·wᵀ + b on rows,
-// dx = dy·w, dw += dyᵀ·x, db += Σ_rows dy.
-func linearBackward(tp *Tape, n *node) {
-	x, w, b := n.a, n.b, n.c
-	out, in := w.Dim(0), w.Dim(1)
-	rows := x.Size() / in
-	gy := tp.contig(n.out.Grad).Reshape(rows, out)
+// linearSaved is Linear's backward state, for out = x·wᵀ + bias.
+type linearSaved struct {
+	x, w, bias *Var           // the inputs (bias may be nil), for their gradients
+	xRows      *tensor.Tensor // x's value as a contiguous (rows, in) matrix
+	// wMat holds wᵀ in a form Gemm reads without copying (see operand):
+	// Gemm transposes it when wMatT.
+	wMat  *tensor.Tensor
+	wMatT bool
+}
+
+var linearKind = newSavedKind[linearSaved]()
+
+// backward: with out = x·wᵀ + bias on rows,
+// dx = dout·w, dw += doutᵀ·x, dbias += Σ_rows dout.
+func (s *linearSaved) backward(tp *Tape, out *Var) {
+	x, w, bias := s.x, s.w, s.bias
+	nOut, nIn := w.Dim(0), w.Dim(1)
+	rows := x.Size() / nIn
+	gy := tp.contig(out.Grad).Reshape(rows, nOut)
 	if x.requiresGrad {
 		dst, beta := tp.gradDst(x)
-		// op(we) = wᵀ, so w = op(we)ᵀ: read we with the flag flipped.
-		tensor.Gemm(dst.Reshape(rows, in), 1, gy, n.t1, false, n.i0 == 0, beta)
+		// op(wMat) = wᵀ, so w = op(wMat)ᵀ: read wMat with the flag flipped.
+		tensor.Gemm(dst.Reshape(rows, nIn), 1, gy, s.wMat, false, !s.wMatT, beta)
 		tp.doneGrad(x)
 	}
 	if w.requiresGrad {
 		dst, beta := tp.gradDst(w)
-		tensor.Gemm(dst, 1, gy, n.t0, true, false, beta)
+		tensor.Gemm(dst, 1, gy, s.xRows, true, false, beta)
 		tp.doneGrad(w)
 	}
-	if b != nil && b.requiresGrad {
-		db := tensor.Sum(tp.alloc(b.Value, out), gy, 0, false)
-		tp.addGrad(b, db, true)
+	if bias != nil && bias.requiresGrad {
+		db := tensor.Sum(tp.alloc(bias.Value, nOut), gy, 0, false)
+		tp.addGrad(bias, db, true)
 	}
 }

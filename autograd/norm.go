@@ -40,16 +40,24 @@ func (tp *Tape) LayerNorm(x, gamma, beta *Var, eps float64) *Var {
 	mean := tp.alloc(x.Value, xs[:len(xs)-1]...)
 	rstd := tp.alloc(x.Value, xs[:len(xs)-1]...)
 	tensor.LayerNorm(y, mean, rstd, xv, gv, bv, eps)
-	out, n := tp.out(y, tp.anyGrad(x, gamma, beta), layerNormBackward)
-	if n != nil {
-		n.a, n.b, n.c = x, gamma, beta
-		n.t0, n.t1, n.t2 = xv, mean, rstd
+	out, s := record(tp, y, tp.anyGrad(x, gamma, beta), layerNormKind)
+	if s != nil {
+		*s = layerNormSaved{x: x, gamma: gamma, beta: beta, xv: xv, mean: mean, rstd: rstd}
 	}
 	return out
 }
 
-func layerNormBackward(tp *Tape, n *node) {
-	x, gamma, beta := n.a, n.b, n.c
+// layerNormSaved is LayerNorm's backward state.
+type layerNormSaved struct {
+	x, gamma, beta *Var           // the inputs (gamma, beta may be nil), for their gradients
+	xv             *tensor.Tensor // x's value, contiguous
+	mean, rstd     *tensor.Tensor // per-row statistics of the forward (x's shape without the last axis)
+}
+
+var layerNormKind = newSavedKind[layerNormSaved]()
+
+func (s *layerNormSaved) backward(tp *Tape, out *Var) {
+	x, gamma, beta := s.x, s.gamma, s.beta
 	var dx, dg, db, gv *tensor.Tensor
 	// The kernel always computes dx; give it a pooled buffer even when x
 	// needs no gradient.
@@ -63,7 +71,7 @@ func layerNormBackward(tp *Tape, n *node) {
 	if beta != nil && beta.requiresGrad {
 		db = tp.gradZeroDst(beta)
 	}
-	tensor.LayerNormBackward(dx, dg, db, tp.contig(n.out.Grad), n.t0, n.t1, n.t2, gv)
+	tensor.LayerNormBackward(dx, dg, db, tp.contig(out.Grad), s.xv, s.mean, s.rstd, gv)
 	if dg != nil {
 		tp.doneGrad(gamma)
 	}
@@ -123,13 +131,21 @@ func (tp *Tape) BatchNorm(x, gamma, beta *Var, eps float64) (y *Var, mean, varia
 		}
 		bnForward(out.Data64(), xv.Data64(), g, b, mean.Data64(), variance.Data64(), rstd.Data64(), rows, c, eps)
 	}
-	y, n := tp.out(out, tp.anyGrad(x, gamma, beta), batchNormBackward)
-	if n != nil {
-		n.a, n.b, n.c = x, gamma, beta
-		n.t0, n.t1, n.t2 = xv, mean, rstd
+	y, s := record(tp, out, tp.anyGrad(x, gamma, beta), batchNormKind)
+	if s != nil {
+		*s = batchNormSaved{x: x, gamma: gamma, beta: beta, xv: xv, mean: mean, rstd: rstd}
 	}
 	return y, mean, variance
 }
+
+// batchNormSaved is BatchNorm's backward state.
+type batchNormSaved struct {
+	x, gamma, beta *Var           // the inputs (gamma, beta may be nil), for their gradients
+	xv             *tensor.Tensor // x's value, contiguous
+	mean, rstd     *tensor.Tensor // per-channel batch statistics of the forward (C)
+}
+
+var batchNormKind = newSavedKind[batchNormSaved]()
 
 func bnForward[T float](y, x, gamma, beta, mean, variance, rstd []T, rows, c int, eps float64) {
 	parallelCols(c, rows*c, func(lo, hi int) {
@@ -174,14 +190,14 @@ func bnForward[T float](y, x, gamma, beta, mean, variance, rstd []T, rows, c int
 	})
 }
 
-// batchNormBackward, with x̂ = (x − mean)·rstd, S1 = Σ_rows gy, S2 = Σ_rows gy·x̂:
+// backward, with x̂ = (x − mean)·rstd, S1 = Σ_rows gy, S2 = Σ_rows gy·x̂:
 //
 //	dbeta = S1, dgamma = S2, dx = gamma·rstd·(gy − S1/R − x̂·S2/R).
-func batchNormBackward(tp *Tape, n *node) {
-	x, gamma, beta := n.a, n.b, n.c
+func (s *batchNormSaved) backward(tp *Tape, out *Var) {
+	x, gamma, beta := s.x, s.gamma, s.beta
 	c := x.Dim(-1)
 	rows := x.Size() / c
-	gy := tp.contig(n.out.Grad)
+	gy := tp.contig(out.Grad)
 	var dx, dg, db *tensor.Tensor
 	if x.requiresGrad {
 		dx = tp.alloc(x.Value, x.Shape()...)
@@ -206,7 +222,7 @@ func batchNormBackward(tp *Tape, n *node) {
 		if db != nil {
 			dbd = db.Data32()
 		}
-		bnBackward(dxd, dgd, dbd, gy.Data32(), n.t0.Data32(), g, n.t1.Data32(), n.t2.Data32(), rows, c)
+		bnBackward(dxd, dgd, dbd, gy.Data32(), s.xv.Data32(), g, s.mean.Data32(), s.rstd.Data32(), rows, c)
 	} else {
 		var g, dxd, dgd, dbd []float64
 		if gamma != nil {
@@ -221,7 +237,7 @@ func batchNormBackward(tp *Tape, n *node) {
 		if db != nil {
 			dbd = db.Data64()
 		}
-		bnBackward(dxd, dgd, dbd, gy.Data64(), n.t0.Data64(), g, n.t1.Data64(), n.t2.Data64(), rows, c)
+		bnBackward(dxd, dgd, dbd, gy.Data64(), s.xv.Data64(), g, s.mean.Data64(), s.rstd.Data64(), rows, c)
 	}
 	if dg != nil {
 		tp.doneGrad(gamma)

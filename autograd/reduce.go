@@ -47,9 +47,9 @@ func (tp *Tape) Sum(a *Var, axis int, keepdim bool) *Var {
 	tp.checkIn("Sum", a)
 	ax := normAxis("Sum", axis, a.Rank())
 	y := tensor.Sum(tp.alloc(a.Value, reducedShape(a.Shape(), ax, keepdim)...), a.Value, ax, keepdim)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), sumBackward)
-	if n != nil {
-		n.a, n.i0, n.f0 = a, ax, 1
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), sumKind)
+	if s != nil {
+		*s = sumSaved{x: a, axis: ax, scale: 1}
 	}
 	return out
 }
@@ -59,26 +59,37 @@ func (tp *Tape) Mean(a *Var, axis int, keepdim bool) *Var {
 	tp.checkIn("Mean", a)
 	ax := normAxis("Mean", axis, a.Rank())
 	y := tensor.Mean(tp.alloc(a.Value, reducedShape(a.Shape(), ax, keepdim)...), a.Value, ax, keepdim)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), sumBackward)
-	if n != nil {
-		n.a, n.i0, n.f0 = a, ax, 1/float64(a.Dim(ax))
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), sumKind)
+	if s != nil {
+		*s = sumSaved{x: a, axis: ax, scale: 1 / float64(a.Dim(ax))}
 	}
 	return out
 }
 
-// sumBackward broadcasts f0·gy back along axis i0.
-func sumBackward(tp *Tape, n *node) {
-	if !n.a.requiresGrad {
+// sumSaved is the backward state of Sum and Mean: out = scale·Σ_axis x
+// (scale 1 for Sum, 1/size for Mean).
+type sumSaved struct {
+	x     *Var
+	axis  int
+	scale float64
+}
+
+var sumKind = newSavedKind[sumSaved]()
+
+// backward broadcasts scale·dout back along axis.
+func (s *sumSaved) backward(tp *Tape, out *Var) {
+	x := s.x
+	if !x.requiresGrad {
 		return
 	}
-	gy := n.out.Grad.Reshape(keepShape(n.a.Shape(), n.i0)...).Expand(n.a.Shape()...)
-	g := tp.alloc(n.a.Value, n.a.Shape()...)
-	if n.f0 == 1 {
+	gy := out.Grad.Reshape(keepShape(x.Shape(), s.axis)...).Expand(x.Shape()...)
+	g := tp.alloc(x.Value, x.Shape()...)
+	if s.scale == 1 {
 		tensor.Copy(g, gy)
 	} else {
-		tensor.MulScalar(g, gy, n.f0)
+		tensor.MulScalar(g, gy, s.scale)
 	}
-	tp.addGrad(n.a, g, true)
+	tp.addGrad(x, g, true)
 }
 
 // SumAll returns the sum of all elements of a as a rank-0 Var.
@@ -90,9 +101,9 @@ func (tp *Tape) SumAll(a *Var) *Var {
 	} else {
 		y.Fill(tensor.SumAll(a.Value))
 	}
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), sumAllBackward)
-	if n != nil {
-		n.a, n.f0 = a, 1
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), sumAllKind)
+	if s != nil {
+		*s = sumAllSaved{x: a, scale: 1}
 	}
 	return out
 }
@@ -106,27 +117,37 @@ func (tp *Tape) MeanAll(a *Var) *Var {
 	} else {
 		y.Fill(tensor.MeanAll(a.Value))
 	}
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), sumAllBackward)
-	if n != nil {
-		n.a, n.f0 = a, 1/float64(a.Size())
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), sumAllKind)
+	if s != nil {
+		*s = sumAllSaved{x: a, scale: 1 / float64(a.Size())}
 	}
 	return out
 }
 
-func sumAllBackward(tp *Tape, n *node) {
-	if !n.a.requiresGrad {
+// sumAllSaved is the backward state of SumAll and MeanAll: out = scale·Σ x
+// (scale 1 for SumAll, 1/size for MeanAll).
+type sumAllSaved struct {
+	x     *Var
+	scale float64
+}
+
+var sumAllKind = newSavedKind[sumAllSaved]()
+
+func (s *sumAllSaved) backward(tp *Tape, out *Var) {
+	x := s.x
+	if !x.requiresGrad {
 		return
 	}
-	g := tp.alloc(n.a.Value, n.a.Shape()...)
+	g := tp.alloc(x.Value, x.Shape()...)
 	if onDevice(g) {
-		tensor.Copy(g, n.out.Grad) // broadcast, without a wait for the device
-		if n.f0 != 1 {
-			tensor.MulScalar(g, g, n.f0)
+		tensor.Copy(g, out.Grad) // broadcast, without a wait for the device
+		if s.scale != 1 {
+			tensor.MulScalar(g, g, s.scale)
 		}
 	} else {
-		g.Fill(n.out.Grad.Item() * n.f0)
+		g.Fill(out.Grad.Item() * s.scale)
 	}
-	tp.addGrad(n.a, g, true)
+	tp.addGrad(x, g, true)
 }
 
 // Max returns the maximum of a along axis. The gradient goes to the first
@@ -135,34 +156,44 @@ func (tp *Tape) Max(a *Var, axis int, keepdim bool) *Var {
 	tp.checkIn("Max", a)
 	ax := normAxis("Max", axis, a.Rank())
 	y := tensor.Max(tp.alloc(a.Value, reducedShape(a.Shape(), ax, keepdim)...), a.Value, ax, keepdim)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), maxBackward)
-	if n != nil {
-		n.a, n.i0 = a, ax
-		n.idx0 = tensor.Argmax(a.Value, ax)
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), maxKind)
+	if s != nil {
+		*s = maxSaved{x: a, axis: ax, argmax: tensor.Argmax(a.Value, ax)}
 	}
 	return out
 }
 
-func maxBackward(tp *Tape, n *node) {
-	if !n.a.requiresGrad {
+// maxSaved is Max's backward state: argmax holds, for each reduced slice,
+// the index along axis of its first maximum, which gets the gradient.
+type maxSaved struct {
+	x      *Var
+	axis   int
+	argmax []int32
+}
+
+var maxKind = newSavedKind[maxSaved]()
+
+func (s *maxSaved) backward(tp *Tape, out *Var) {
+	x := s.x
+	if !x.requiresGrad {
 		return
 	}
-	shape := n.a.Shape()
+	shape := x.Shape()
 	outer, inner := 1, 1
-	for i := 0; i < n.i0; i++ {
+	for i := 0; i < s.axis; i++ {
 		outer *= shape[i]
 	}
-	for i := n.i0 + 1; i < len(shape); i++ {
+	for i := s.axis + 1; i < len(shape); i++ {
 		inner *= shape[i]
 	}
-	g := tp.zeros(n.a.Value, shape...)
-	gy := tp.contig(n.out.Grad)
+	g := tp.zeros(x.Value, shape...)
+	gy := tp.contig(out.Grad)
 	if g.DType() == tensor.Float32 {
-		maxGrad(g.Data32(), gy.Data32(), n.idx0, outer, shape[n.i0], inner)
+		maxGrad(g.Data32(), gy.Data32(), s.argmax, outer, shape[s.axis], inner)
 	} else {
-		maxGrad(g.Data64(), gy.Data64(), n.idx0, outer, shape[n.i0], inner)
+		maxGrad(g.Data64(), gy.Data64(), s.argmax, outer, shape[s.axis], inner)
 	}
-	tp.addGrad(n.a, g, true)
+	tp.addGrad(x, g, true)
 }
 
 func maxGrad[T float](g, gy []T, arg []int32, outer, dim, inner int) {
@@ -179,21 +210,29 @@ func (tp *Tape) Softmax(a *Var, axis int) *Var {
 	tp.checkIn("Softmax", a)
 	ax := normAxis("Softmax", axis, a.Rank())
 	y := tensor.Softmax(tp.alloc(a.Value, a.Shape()...), a.Value, ax)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), softmaxBackward)
-	if n != nil {
-		n.a, n.i0 = a, ax
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), softmaxKind)
+	if s != nil {
+		*s = softmaxSaved{x: a, axis: ax}
 	}
 	return out
 }
 
-// da = y ⊙ (gy − Σ_axis gy ⊙ y).
-func softmaxBackward(tp *Tape, n *node) {
-	y, gy := n.out.Value, n.out.Grad
-	g := tensor.Mul(tp.gradBuf(n), gy, y)
-	s := tensor.Sum(tp.alloc(y, keepShape(y.Shape(), n.i0)...), g, n.i0, true)
-	tensor.Sub(g, gy, s)
+// softmaxSaved is Softmax's backward state (the backward reads the result).
+type softmaxSaved struct {
+	x    *Var
+	axis int
+}
+
+var softmaxKind = newSavedKind[softmaxSaved]()
+
+// dx = y ⊙ (gy − Σ_axis gy ⊙ y).
+func (s *softmaxSaved) backward(tp *Tape, out *Var) {
+	y, gy := out.Value, out.Grad
+	g := tensor.Mul(tp.gradBuf(out), gy, y)
+	sum := tensor.Sum(tp.alloc(y, keepShape(y.Shape(), s.axis)...), g, s.axis, true)
+	tensor.Sub(g, gy, sum)
 	tensor.Mul(g, g, y)
-	tp.addGrad(n.a, g, true)
+	tp.addGrad(s.x, g, true)
 }
 
 // LogSoftmax returns a − log Σ exp(a) along axis.
@@ -201,19 +240,28 @@ func (tp *Tape) LogSoftmax(a *Var, axis int) *Var {
 	tp.checkIn("LogSoftmax", a)
 	ax := normAxis("LogSoftmax", axis, a.Rank())
 	y := tensor.LogSoftmax(tp.alloc(a.Value, a.Shape()...), a.Value, ax)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), logSoftmaxBackward)
-	if n != nil {
-		n.a, n.i0 = a, ax
+	out, s := record(tp, y, tp.anyGrad(a, nil, nil), logSoftmaxKind)
+	if s != nil {
+		*s = logSoftmaxSaved{x: a, axis: ax}
 	}
 	return out
 }
 
-// da = gy − exp(y) ⊙ Σ_axis gy.
-func logSoftmaxBackward(tp *Tape, n *node) {
-	y, gy := n.out.Value, n.out.Grad
-	s := tensor.Sum(tp.alloc(y, keepShape(y.Shape(), n.i0)...), gy, n.i0, true)
-	g := tensor.Exp(tp.gradBuf(n), y)
-	tensor.Mul(g, g, s)
+// logSoftmaxSaved is LogSoftmax's backward state (the backward reads the
+// result).
+type logSoftmaxSaved struct {
+	x    *Var
+	axis int
+}
+
+var logSoftmaxKind = newSavedKind[logSoftmaxSaved]()
+
+// dx = gy − exp(y) ⊙ Σ_axis gy.
+func (s *logSoftmaxSaved) backward(tp *Tape, out *Var) {
+	y, gy := out.Value, out.Grad
+	sum := tensor.Sum(tp.alloc(y, keepShape(y.Shape(), s.axis)...), gy, s.axis, true)
+	g := tensor.Exp(tp.gradBuf(out), y)
+	tensor.Mul(g, g, sum)
 	tensor.Sub(g, gy, g)
-	tp.addGrad(n.a, g, true)
+	tp.addGrad(s.x, g, true)
 }

@@ -15,34 +15,41 @@ import (
 func (tp *Tape) Reshape(a *Var, shape ...int) *Var {
 	tp.checkIn("Reshape", a)
 	y := tp.contig(a.Value).Reshape(shape...)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), reshapeBackward)
-	if n != nil {
-		n.a = a
-	}
-	return out
+	return tp.recordUnary(y, a, reshapeBackward)
 }
 
-func reshapeBackward(tp *Tape, n *node) {
-	g := n.out.Grad
+// reshapeBackward reshapes the gradient back to x's shape (Reshape,
+// Unsqueeze, Squeeze).
+func reshapeBackward(tp *Tape, x, out *Var) {
+	g := out.Grad
 	owned := false
 	if !g.IsContiguous() {
 		g, owned = tp.contig(g), true
 	}
-	tp.addGrad(n.a, g.Reshape(n.a.Shape()...), owned)
+	tp.addGrad(x, g.Reshape(x.Shape()...), owned)
 }
 
 // Transpose returns a view of a with axes i and j swapped.
 func (tp *Tape) Transpose(a *Var, i, j int) *Var {
 	tp.checkIn("Transpose", a)
-	out, n := tp.out(a.Value.Transpose(i, j), tp.anyGrad(a, nil, nil), transposeBackward)
-	if n != nil {
-		n.a, n.i0, n.i1 = a, i, j
+	out, s := record(tp, a.Value.Transpose(i, j), tp.anyGrad(a, nil, nil), transposeKind)
+	if s != nil {
+		*s = transposeSaved{x: a, axis1: i, axis2: j}
 	}
 	return out
 }
 
-func transposeBackward(tp *Tape, n *node) {
-	tp.addGrad(n.a, n.out.Grad.Transpose(n.i0, n.i1), false)
+// transposeSaved is Transpose's backward state: out swaps axis1 and axis2
+// of x (as the caller gave them, possibly negative).
+type transposeSaved struct {
+	x            *Var
+	axis1, axis2 int
+}
+
+var transposeKind = newSavedKind[transposeSaved]()
+
+func (s *transposeSaved) backward(tp *Tape, out *Var) {
+	tp.addGrad(s.x, out.Grad.Transpose(s.axis1, s.axis2), false)
 }
 
 // Permute returns a view of a with axes reordered: axis k of the result is
@@ -52,42 +59,58 @@ func (tp *Tape) Permute(a *Var, axes ...int) *Var {
 	if len(axes) != a.Rank() {
 		panic(fmt.Sprintf("autograd.Permute: %d axes for a tensor of shape %v", len(axes), a.Shape()))
 	}
-	out, n := tp.out(a.Value.Permute(axes...), tp.anyGrad(a, nil, nil), permuteBackward)
-	if n != nil {
-		n.a = a
+	out, s := record(tp, a.Value.Permute(axes...), tp.anyGrad(a, nil, nil), permuteKind)
+	if s != nil {
 		inv := make([]int, len(axes))
 		for k, ax := range axes {
 			inv[normAxis("Permute", ax, len(axes))] = k
 		}
-		n.shape = inv
+		*s = permuteSaved{x: a, inverse: inv}
 	}
 	return out
 }
 
-func permuteBackward(tp *Tape, n *node) {
-	tp.addGrad(n.a, n.out.Grad.Permute(n.shape...), false)
+// permuteSaved is Permute's backward state: inverse is the permutation that
+// undoes the forward's (axis axes[k] of x is axis k of out).
+type permuteSaved struct {
+	x       *Var
+	inverse []int
+}
+
+var permuteKind = newSavedKind[permuteSaved]()
+
+func (s *permuteSaved) backward(tp *Tape, out *Var) {
+	tp.addGrad(s.x, out.Grad.Permute(s.inverse...), false)
 }
 
 // Slice returns the view a[..., start:end, ...] along axis.
 func (tp *Tape) Slice(a *Var, axis, start, end int) *Var {
 	tp.checkIn("Slice", a)
 	ax := normAxis("Slice", axis, a.Rank())
-	out, n := tp.out(a.Value.Slice(ax, start, end), tp.anyGrad(a, nil, nil), sliceBackward)
-	if n != nil {
-		n.a, n.i0, n.i1, n.i2 = a, ax, start, end
+	out, s := record(tp, a.Value.Slice(ax, start, end), tp.anyGrad(a, nil, nil), sliceKind)
+	if s != nil {
+		*s = sliceSaved{x: a, axis: ax, start: start, end: end}
 	}
 	return out
 }
 
-// The gradient of a slice is the output gradient placed in a zero tensor.
-func sliceBackward(tp *Tape, n *node) {
-	if !n.a.requiresGrad {
+// sliceSaved is Slice's backward state: out = x[start:end] along axis.
+type sliceSaved struct {
+	x                *Var
+	axis, start, end int
+}
+
+var sliceKind = newSavedKind[sliceSaved]()
+
+// backward places the output gradient in a zero tensor.
+func (s *sliceSaved) backward(tp *Tape, out *Var) {
+	if !s.x.requiresGrad {
 		return
 	}
-	dst := tp.gradZeroDst(n.a)
-	part := dst.Slice(n.i0, n.i1, n.i2)
-	tensor.Add(part, part, n.out.Grad)
-	tp.doneGrad(n.a)
+	dst := tp.gradZeroDst(s.x)
+	part := dst.Slice(s.axis, s.start, s.end)
+	tensor.Add(part, part, out.Grad)
+	tp.doneGrad(s.x)
 }
 
 // Split cuts a along axis into consecutive views of the given sizes, which
@@ -137,22 +160,30 @@ func (tp *Tape) Concat(axis int, vs ...*Var) *Var {
 		grad = grad || v.requiresGrad
 	}
 	y := tensor.Concat(tp.alloc(vs[0].Value, shape...), ax, ts...)
-	out, n := tp.out(y, grad && !tp.noGrad, concatBackward)
-	if n != nil {
-		n.vs = append([]*Var(nil), vs...)
-		n.i0 = ax
+	out, s := record(tp, y, grad && !tp.noGrad, concatKind)
+	if s != nil {
+		*s = concatSaved{inputs: append([]*Var(nil), vs...), axis: ax}
 	}
 	return out
 }
 
-func concatBackward(tp *Tape, n *node) {
+// concatSaved is Concat's backward state: out joins inputs along axis.
+type concatSaved struct {
+	inputs []*Var
+	axis   int
+}
+
+var concatKind = newSavedKind[concatSaved]()
+
+// backward hands each input its slice of the output gradient (a view).
+func (s *concatSaved) backward(tp *Tape, out *Var) {
 	off := 0
-	for _, v := range n.vs {
-		s := v.Dim(n.i0)
+	for _, v := range s.inputs {
+		size := v.Dim(s.axis)
 		if v.requiresGrad {
-			tp.addGrad(v, n.out.Grad.Slice(n.i0, off, off+s), false)
+			tp.addGrad(v, out.Grad.Slice(s.axis, off, off+size), false)
 		}
-		off += s
+		off += size
 	}
 }
 
@@ -160,33 +191,22 @@ func concatBackward(tp *Tape, n *node) {
 // new axes in front, size-1 axes stretched).
 func (tp *Tape) Expand(a *Var, shape ...int) *Var {
 	tp.checkIn("Expand", a)
-	out, n := tp.out(a.Value.Expand(shape...), tp.anyGrad(a, nil, nil), expandBackward)
-	if n != nil {
-		n.a = a
-	}
-	return out
+	return tp.recordUnary(a.Value.Expand(shape...), a, expandBackward)
 }
 
-func expandBackward(tp *Tape, n *node) { tp.reduceGrad(n.a, n.out.Grad, false) }
+// expandBackward sums the gradient back down to x's shape.
+func expandBackward(tp *Tape, x, out *Var) { tp.reduceGrad(x, out.Grad, false) }
 
 // Unsqueeze returns a view of a with a size-1 axis inserted at axis.
 func (tp *Tape) Unsqueeze(a *Var, axis int) *Var {
 	tp.checkIn("Unsqueeze", a)
-	out, n := tp.out(a.Value.Unsqueeze(axis), tp.anyGrad(a, nil, nil), reshapeBackward)
-	if n != nil {
-		n.a = a
-	}
-	return out
+	return tp.recordUnary(a.Value.Unsqueeze(axis), a, reshapeBackward)
 }
 
 // Squeeze returns a view of a with the size-1 axis removed.
 func (tp *Tape) Squeeze(a *Var, axis int) *Var {
 	tp.checkIn("Squeeze", a)
-	out, n := tp.out(a.Value.Squeeze(axis), tp.anyGrad(a, nil, nil), reshapeBackward)
-	if n != nil {
-		n.a = a
-	}
-	return out
+	return tp.recordUnary(a.Value.Squeeze(axis), a, reshapeBackward)
 }
 
 // Contiguous returns a itself if its value is contiguous, otherwise a
@@ -197,9 +217,5 @@ func (tp *Tape) Contiguous(a *Var) *Var {
 		return a
 	}
 	y := tensor.Copy(tp.alloc(a.Value, a.Shape()...), a.Value)
-	out, n := tp.out(y, tp.anyGrad(a, nil, nil), addScalarBackward)
-	if n != nil {
-		n.a = a
-	}
-	return out
+	return tp.recordUnary(y, a, addScalarBackward)
 }

@@ -25,6 +25,7 @@ import (
 type Tape struct {
 	noGrad   bool
 	nodes    []node
+	saved    []savedSlabber // by savedKind id: slabs of the ops' saved states (saved.go)
 	slabs    [][]Var
 	slab     int // index of the slab being filled
 	slabPos  int // next free Var in slabs[slab]
@@ -58,22 +59,11 @@ func (tp *Tape) Recording() bool { return !tp.noGrad }
 // Len returns the number of recorded operations.
 func (tp *Tape) Len() int { return len(tp.nodes) }
 
-// node is one recorded operation: its output, inputs, whatever the backward
-// pass needs, and the backward function (a plain function, not a closure, so
-// recording allocates nothing).
+// node is one recorded operation: its output and its saved state, whose
+// backward method propagates out.Grad to the op's inputs (see saved.go).
 type node struct {
-	out        *Var
-	a, b, c    *Var
-	vs         []*Var
-	t0, t1, t2 *tensor.Tensor
-	t3         *tensor.Tensor
-	idx0, idx1 []int32
-	idx2       []int32
-	w32        []float32
-	i0, i1, i2 int
-	f0, f1     float64
-	shape      []int
-	bw         func(tp *Tape, n *node)
+	out   *Var
+	saved savedState
 }
 
 // newVar returns a fresh intermediate Var from the tape's slab.
@@ -104,20 +94,6 @@ func (tp *Tape) checkIn(op string, v *Var) {
 	if v.requiresGrad && !v.leaf && v.tape != tp {
 		panic("autograd." + op + ": input is an intermediate of another tape (Detach it first)")
 	}
-}
-
-// out wraps val as the result of an op. When grad is true (and the tape
-// records) the op is recorded with backward function bw and the returned
-// node must be filled in before the next op; otherwise nil is returned.
-func (tp *Tape) out(val *tensor.Tensor, grad bool, bw func(*Tape, *node)) (*Var, *node) {
-	v := tp.newVar()
-	v.Value = val
-	if !grad || tp.noGrad {
-		return v, nil
-	}
-	v.requiresGrad = true
-	tp.nodes = append(tp.nodes, node{out: v, bw: bw})
-	return v, &tp.nodes[len(tp.nodes)-1]
 }
 
 // Backward computes the gradient of loss (a Var with one element) with
@@ -160,7 +136,7 @@ func (tp *Tape) BackwardWith(y *Var, gy *tensor.Tensor) {
 		if n.out.Grad == nil {
 			continue
 		}
-		n.bw(tp, n)
+		n.saved.backward(tp, n.out)
 	}
 }
 
@@ -173,6 +149,7 @@ func (tp *Tape) BackwardWith(y *Var, gy *tensor.Tensor) {
 func (tp *Tape) Release() {
 	clear(tp.nodes)
 	tp.nodes = tp.nodes[:0]
+	tp.releaseSaved()
 	for s := 0; s <= tp.slab && s < len(tp.slabs); s++ {
 		n := len(tp.slabs[s])
 		if s == tp.slab {
