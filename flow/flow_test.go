@@ -367,6 +367,8 @@ func TestSampleOptions(t *testing.T) {
 		{"sizes length", 2, []flow.SampleOption{flow.WithNodeCounts([]int{4})}, "1 node counts for 2 graphs"},
 		{"zero size", 2, []flow.SampleOption{flow.WithNodeCounts([]int{4, 0})}, "graph 1 has 0 nodes"},
 		{"bad edge rule", 2, []flow.SampleOption{flow.WithEdgeRule(vae.EdgeRule(7))}, "edge rule"},
+		{"zero time shift", 2, []flow.SampleOption{flow.WithTimeShift(0)}, "time shift"},
+		{"shifted random grid", 2, []flow.SampleOption{flow.WithTimeShift(2), flow.WithRandomGrid()}, "random"},
 		{"NaN edge margin", 2, []flow.SampleOption{flow.WithEdgeMargin(math.NaN())}, "edge margin"},
 		{"zero temperature", 2, []flow.SampleOption{flow.WithTemperature(0)}, "temperature"},
 		{"NaN temperature", 2, []flow.SampleOption{flow.WithTemperature(math.NaN())}, "temperature"},

@@ -22,7 +22,7 @@ func TestTimeGrid(t *testing.T) {
 		{"random", 50, true, 0, nil},
 		{"random with jump", 50, true, 0.95, nil},
 	} {
-		g := timeGrid(0.01, tc.steps, tc.random, tc.jumpAt, tensor.NewRNG(3))
+		g := timeGrid(0.01, tc.steps, tc.random, tc.jumpAt, 1, tensor.NewRNG(3))
 		if len(g) != tc.steps+1 || g[0] != 0.01 || g[tc.steps] != 1 {
 			t.Errorf("%s: grid %v, want %d times from 0.01 to 1", tc.name, g, tc.steps+1)
 			continue
@@ -51,7 +51,13 @@ func TestTimeGrid(t *testing.T) {
 	}
 	// A grid from a later start (EndpointPerturbation): uniform from 0.5
 	// to the jump at 0.9, then to 1.
-	if g, want := timeGrid(0.5, 3, false, 0.9, nil), []float64{0.5, 0.7, 0.9, 1}; !slices.EqualFunc(g, want, func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }) {
+	if g, want := timeGrid(0.5, 3, false, 0.9, 1, nil), []float64{0.5, 0.7, 0.9, 1}; !slices.EqualFunc(g, want, func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }) {
 		t.Errorf("grid from 0.5: %v, want %v", g, want)
+	}
+	// A shift of 3 over 0.01..0.95 in 4 steps then the jump: u = 1/4 maps
+	// to 3·0.25/(1 + 2·0.25) = 0.5, u = 1/2 to 0.75, u = 3/4 to 0.9.
+	want := []float64{0.01, 0.01 + 0.94*0.5, 0.01 + 0.94*0.75, 0.01 + 0.94*0.9, 0.95, 1}
+	if g := timeGrid(0.01, 5, false, 0.95, 3, nil); !slices.EqualFunc(g, want, func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }) {
+		t.Errorf("grid with shift 3: %v, want %v", g, want)
 	}
 }

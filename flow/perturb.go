@@ -53,7 +53,7 @@ func (m *Model) EndpointPerturbation(tMin, tMax float64, steps int, opts ...Samp
 		if o.jumpAt > t && steps > 1 {
 			jump = o.jumpAt
 		}
-		grid := timeGrid(t, steps, false, jump, r)
+		grid := timeGrid(t, steps, false, jump, 1, r)
 		return solve(context.Background(), m, x.On(be), mask.On(be), grid, o, r)
 	}, nil
 }

@@ -30,6 +30,7 @@ type sampleOptions struct {
 	method     Method
 	sizes      []int
 	randomGrid bool
+	shift      float64
 	temp       float64
 	jumpAt     float64
 	eta        float64
@@ -64,6 +65,13 @@ func WithNodeCounts(sizes []int) SampleOption { return func(o *sampleOptions) { 
 // sampler is WithRandomGrid() with WithFinalJump(1); with a final jump the
 // random times are clamped to the jump time.
 func WithRandomGrid() SampleOption { return func(o *sampleOptions) { o.randomGrid = true } }
+
+// WithTimeShift warps the uniform time grid by t = s·u/(1 + (s-1)·u), u the
+// uniform fraction of the integrated interval (default s = 1: uniform).
+// s > 1 makes the steps near the noise longer and those near the data
+// shorter (by s at either end), where a flow's latents get their final
+// precision.
+func WithTimeShift(s float64) SampleOption { return func(o *sampleOptions) { o.shift = s } }
 
 // WithTemperature scales the initial noise by tau (default 1, the
 // reference). tau < 1 starts closer to the mode of the prior: samples become
@@ -160,7 +168,7 @@ func SampleLatents(ctx context.Context, m *Model, n int, opts ...SampleOption) (
 // survives it.
 func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func(z *tensor.Tensor, sizes []int, o *sampleOptions) error) (err error) {
 	defer tensor.CatchDeviceError(&err)
-	o := sampleOptions{steps: 100, batch: 256, method: Euler, temp: 1, jumpAt: DefaultFinalJump}
+	o := sampleOptions{steps: 100, batch: 256, method: Euler, temp: 1, jumpAt: DefaultFinalJump, shift: 1}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -181,6 +189,10 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		return fmt.Errorf("flow: stochastic steps need the Euler method, not %q", o.method)
 	case o.method != Euler && o.method != Heun:
 		return fmt.Errorf("flow: unknown method %q", o.method)
+	case !(o.shift > 0) || math.IsInf(o.shift, 0):
+		return fmt.Errorf("flow: time shift must be positive and finite, got %g", o.shift)
+	case o.shift != 1 && o.randomGrid:
+		return errors.New("flow: a time shift warps the uniform grid, not the random one")
 	case !o.edgeRule.Valid():
 		return fmt.Errorf("flow: unknown edge rule %v", o.edgeRule)
 	case math.IsNaN(o.edgeMargin) || math.IsInf(o.edgeMargin, 0):
@@ -250,8 +262,9 @@ func drawSizes(counts []int, n int, r *tensor.RNG) []int {
 // sampling from noise) to 1. With jumpAt > 0 the first steps end at jumpAt
 // and the last step goes from jumpAt to 1. The random grid (the
 // reference's) draws the inner times from the training distribution,
-// clamped to [0.02, end].
-func timeGrid(start float64, steps int, random bool, jumpAt float64, r *tensor.RNG) []float64 {
+// clamped to [0.02, end]. shift warps the uniform grid (WithTimeShift; 1:
+// none).
+func timeGrid(start float64, steps int, random bool, jumpAt, shift float64, r *tensor.RNG) []float64 {
 	g := make([]float64, steps+1)
 	end, n := 1.0, steps // the integrated part is n steps from start to end
 	if jumpAt > 0 {
@@ -260,7 +273,8 @@ func timeGrid(start float64, steps int, random bool, jumpAt float64, r *tensor.R
 	g[steps] = 1
 	if !random {
 		for i := range n {
-			g[i] = start + (end-start)*float64(i)/float64(n)
+			u := float64(i) / float64(n)
+			g[i] = start + (end-start)*shift*u/(1+(shift-1)*u)
 		}
 		g[n] = end
 		return g
@@ -305,7 +319,7 @@ func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *t
 	// The noise is drawn on the CPU, so a seed gives the same start on
 	// every backend.
 	x, mask = x.On(be), mask.On(be)
-	return solve(ctx, m, x, mask, timeGrid(0.01, o.steps, o.randomGrid, o.jumpAt, r), o, r)
+	return solve(ctx, m, x, mask, timeGrid(0.01, o.steps, o.randomGrid, o.jumpAt, o.shift, r), o, r)
 }
 
 // solve integrates the flow ODE from x (B, N, d), the state at grid[0] on the
