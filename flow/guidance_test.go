@@ -1,0 +1,92 @@
+package flow_test
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"lgflow/dit"
+	"lgflow/flow"
+	"lgflow/tensor"
+)
+
+// TestGuidance checks WithGuidance: weight 0, or a model guiding itself,
+// changes nothing (bit for bit); another model as the guide changes the
+// latents by the extrapolated difference; and a guide that does not fit is
+// an error.
+func TestGuidance(t *testing.T) {
+	f := getFixture(t)
+	m := f.model
+	ctx := context.Background()
+	latents := func(opts ...flow.SampleOption) []*tensor.Tensor {
+		t.Helper()
+		z, err := flow.SampleLatents(ctx, m, 4, append([]flow.SampleOption{flow.WithSeed(3), flow.WithSteps(6)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return z
+	}
+	same := func(a, b []*tensor.Tensor) bool {
+		for i := range a {
+			if !slices.Equal(a[i].To(tensor.Float64).Data64(), b[i].To(tensor.Float64).Data64()) {
+				return false
+			}
+		}
+		return true
+	}
+	plain := latents()
+
+	weak := *m
+	net, err := dit.New(m.Cfg.DiT, tensor.NewRNG(99)) // another denoiser of the same shape
+	if err != nil {
+		t.Fatal(err)
+	}
+	weak.Net = net
+	if !same(plain, latents(flow.WithGuidance(&weak, 0))) {
+		t.Error("guidance weight 0 changed the samples")
+	}
+	if !same(plain, latents(flow.WithGuidance(m, 1.5))) {
+		t.Error("a model guiding itself changed the samples")
+	}
+	guided := latents(flow.WithGuidance(&weak, 1))
+	if same(plain, guided) {
+		t.Error("guidance by another model changed nothing")
+	}
+	for i := range guided {
+		if d := tensor.MaxAbs(tensor.Sub(nil, guided[i], plain[i])); math.IsNaN(d) || d == 0 {
+			t.Errorf("graph %d: guided latents differ from plain ones by %v", i, d)
+		}
+	}
+
+	other := weak
+	other.Scale *= 2
+	wider, err := flow.Preset("tiny", m.Cfg.DiT.Dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wider.DiT.Width *= 2
+	wideNet, err := dit.New(wider.DiT, tensor.NewRNG(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := weak
+	wide.Cfg, wide.Net = wider, wideNet
+	for _, tc := range []struct {
+		name string
+		opts []flow.SampleOption
+		want string
+	}{
+		{"negative weight", []flow.SampleOption{flow.WithGuidance(&weak, -1)}, "guidance weight"},
+		{"NaN weight", []flow.SampleOption{flow.WithGuidance(&weak, math.NaN())}, "guidance weight"},
+		{"other latent scale", []flow.SampleOption{flow.WithGuidance(&other, 1)}, "latent scaling"},
+		{"other denoiser shape", []flow.SampleOption{flow.WithGuidance(&wide, 1)}, "denoiser shape"},
+		{"Heun", []flow.SampleOption{flow.WithGuidance(&weak, 1), flow.WithMethod(flow.Heun)}, "Euler"},
+		{"no denoiser", []flow.SampleOption{flow.WithGuidance(&flow.Model{}, 1)}, "denoiser shape"},
+	} {
+		if _, err := flow.SampleLatents(ctx, m, 2, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
