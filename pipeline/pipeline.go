@@ -60,10 +60,10 @@ type Options struct {
 	// Steps, EdgeRule, Temperature and FinalJump are passed to flow.Sample
 	// only when set (non-zero, non-empty); otherwise its defaults apply.
 	// EdgeRule is a vae.ParseEdgeRule name: or, and, mean. EdgeMargin is
-	// flow.WithEdgeMargin's (0: the argmax).
+	// flow.WithEdgeMargin's (nil: the LG-VAE's own).
 	Steps       int
 	EdgeRule    string
-	EdgeMargin  float64
+	EdgeMargin  *float64
 	Temperature float64
 	FinalJump   float64
 
@@ -94,8 +94,8 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 		}
 		opts = append(opts, flow.WithEdgeRule(r))
 	}
-	if o.EdgeMargin != 0 {
-		opts = append(opts, flow.WithEdgeMargin(o.EdgeMargin))
+	if o.EdgeMargin != nil {
+		opts = append(opts, flow.WithEdgeMargin(*o.EdgeMargin))
 	}
 	if o.Temperature > 0 {
 		opts = append(opts, flow.WithTemperature(o.Temperature))

@@ -25,7 +25,7 @@ type Report struct {
 	Steps       int     `json:"steps"`
 	Seed        uint64  `json:"seed"`
 	EdgeRule    string  `json:"edge_rule"`
-	EdgeMargin  float64 `json:"edge_margin,omitempty"`
+	EdgeMargin  *float64 `json:"edge_margin,omitempty"`
 	Temperature float64 `json:"temperature,omitempty"`
 	FinalJump   float64 `json:"final_jump,omitempty"`
 	Hardware    string  `json:"hardware"`

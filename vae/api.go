@@ -148,7 +148,7 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	o, err := buildDecodeOptions(opts)
+	o, err := m.decodeOptions(opts)
 	if err != nil {
 		return nil, err
 	}

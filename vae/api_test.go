@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -377,5 +379,59 @@ func TestDecodeGraphsChunks(t *testing.T) {
 	}
 	if edges == 0 {
 		t.Error("no edges decoded at all: the comparison is vacuous")
+	}
+}
+
+// TestConfigEdgeMargin checks that Config.EdgeMargin is the decoding
+// default: a model with it decodes as WithEdgeMargin does on the same
+// weights without it, WithEdgeMargin overrides it (0 gives the argmax
+// back), the margin survives Save and Load, and a NaN margin is refused.
+func TestConfigEdgeMargin(t *testing.T) {
+	ctx := context.Background()
+	plain := newModel(t, smallConfig(), 5)
+	c := smallConfig()
+	c.EdgeMargin = 0.3
+	margin := newModel(t, c, 5) // same weights: the margin builds no parameters
+	r := tensor.NewRNG(2)
+	z := make([]*tensor.Tensor, 40)
+	for i := range z {
+		z[i] = tensor.RandN(r, tensor.Float32, 6, c.Latent)
+	}
+	g6 := func(m *vae.Model, opts ...vae.DecodeOption) []string {
+		t.Helper()
+		gs, err := m.DecodeGraphs(ctx, z, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]string, len(gs))
+		for i, g := range gs {
+			out[i] = graph.FormatGraph6(g)
+		}
+		return out
+	}
+	argmax, shifted := g6(plain), g6(plain, vae.WithEdgeMargin(0.3))
+	if slices.Equal(argmax, shifted) {
+		t.Fatal("a margin of 0.3 decodes the test latents as the argmax does: the test is vacuous")
+	}
+	if got := g6(margin); !slices.Equal(got, shifted) {
+		t.Error("Config.EdgeMargin 0.3 decodes differently from WithEdgeMargin(0.3)")
+	}
+	if got := g6(margin, vae.WithEdgeMargin(0)); !slices.Equal(got, argmax) {
+		t.Error("WithEdgeMargin(0) does not override Config.EdgeMargin")
+	}
+	path := filepath.Join(t.TempDir(), "vae.safetensors")
+	if err := margin.Save(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	back, err := vae.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Cfg.EdgeMargin != 0.3 || back.EncoderFingerprint() != plain.EncoderFingerprint() {
+		t.Errorf("loaded margin %v, encoder fingerprint equal %v", back.Cfg.EdgeMargin, back.EncoderFingerprint() == plain.EncoderFingerprint())
+	}
+	c.EdgeMargin = math.NaN()
+	if _, err := vae.New(c, 1); err == nil {
+		t.Error("NaN EdgeMargin accepted")
 	}
 }

@@ -121,6 +121,13 @@ type Config struct {
 	// symmetrises only the bilinear scores before the DeepSet, and its
 	// decoded graph takes the OR of the two directions' decisions.
 	SymmetricLogits bool `json:"symmetric_logits,omitempty"`
+	// EdgeMargin is the logit margin by which an edge class must beat
+	// no-edge when the model decodes (WithEdgeMargin overrides it; 0: the
+	// argmax). It calibrates the decoder's decisions without changing its
+	// weights: a decoder trained to undo a flow's errors decodes more
+	// edges of generated latents, spurious ones among them, and a margin
+	// chosen on sampled latents takes them back (docs/results.md).
+	EdgeMargin float64 `json:"edge_margin,omitempty"`
 }
 
 // Validate reports whether c describes a buildable model.
@@ -144,6 +151,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("vae: Refine must be >= 0, got %d", c.Refine)
 	case c.Refine > 0 && (c.RefineWidth <= 0 || c.RefineHeads <= 0 || c.RefineWidth%c.RefineHeads != 0):
 		return fmt.Errorf("vae: a Refine network needs a positive RefineWidth divisible by RefineHeads (got %d, %d)", c.RefineWidth, c.RefineHeads)
+	case math.IsNaN(c.EdgeMargin) || math.IsInf(c.EdgeMargin, 0):
+		return fmt.Errorf("vae: EdgeMargin must be finite, got %v", c.EdgeMargin)
 	case c.SymmetricLogits && c.Directed:
 		return errors.New("vae: SymmetricLogits is for undirected graphs")
 	case c.Directed && !c.QPerGraph && (c.Q <= 0 || c.Q >= 0.5 || math.IsNaN(c.Q)):
@@ -280,13 +289,13 @@ func PresetNames() []string {
 
 // EncoderArchitecture returns the part of c that shapes the encoder and so
 // the latent space: Architecture without the decoder's settings (DeepSet,
-// Refine, RefineWidth, RefineHeads, SymmetricLogits). A decoder fine-tuned
+// Refine, RefineWidth, RefineHeads, SymmetricLogits, EdgeMargin). A decoder fine-tuned
 // with TrainOptions.FreezeEncoder, even with a refinement network added,
 // keeps its model's EncoderArchitecture, and flows trained in its latent
 // space stay usable with it.
 func (c Config) EncoderArchitecture() Config {
 	c = c.Architecture()
-	c.DeepSet, c.Refine, c.RefineWidth, c.RefineHeads, c.SymmetricLogits = 0, 0, 0, 0, false
+	c.DeepSet, c.Refine, c.RefineWidth, c.RefineHeads, c.SymmetricLogits, c.EdgeMargin = 0, 0, 0, 0, false, 0
 	return c
 }
 

@@ -60,8 +60,9 @@ func ParseEdgeRule(s string) (EdgeRule, error) {
 type DecodeOption func(*decodeOptions)
 
 type decodeOptions struct {
-	rule   EdgeRule
-	margin float64
+	rule      EdgeRule
+	margin    float64
+	marginSet bool // WithEdgeMargin was given: margin replaces Config.EdgeMargin
 }
 
 // WithEdgeRule sets how undirected edges are decided (default
@@ -70,12 +71,24 @@ func WithEdgeRule(r EdgeRule) DecodeOption { return func(o *decodeOptions) { o.r
 
 // WithEdgeMargin makes the decoder predict an edge for an ordered pair only
 // when the best edge class's logit beats the no-edge logit by more than
-// margin (default 0: the argmax). A positive margin trades spurious edges
-// for missing ones: for graphs such as near-triangulations, where one
-// spurious edge breaks planarity and a missing one does not, decoded
-// samples are then valid more often. For one edge class, margin m is the
-// probability threshold sigmoid(m).
-func WithEdgeMargin(margin float64) DecodeOption { return func(o *decodeOptions) { o.margin = margin } }
+// margin (default: the model's Config.EdgeMargin, 0 unless set: the
+// argmax). A positive margin trades spurious edges for missing ones: for
+// graphs such as near-triangulations, where one spurious edge breaks
+// planarity and a missing one does not, decoded samples are then valid more
+// often. For one edge class, margin m is the probability threshold
+// sigmoid(m).
+func WithEdgeMargin(margin float64) DecodeOption {
+	return func(o *decodeOptions) { o.margin, o.marginSet = margin, true }
+}
+
+// decodeOptions returns the options opts set, with m's defaults.
+func (m *Model) decodeOptions(opts []DecodeOption) (decodeOptions, error) {
+	o, err := buildDecodeOptions(opts)
+	if err == nil && !o.marginSet {
+		o.margin = m.Cfg.EdgeMargin
+	}
+	return o, err
+}
 
 func buildDecodeOptions(opts []DecodeOption) (decodeOptions, error) {
 	var o decodeOptions

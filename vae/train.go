@@ -307,7 +307,7 @@ func ReconstructLatents(ctx context.Context, m *Model, d *Dataset, batch int, la
 			return Accuracy{}, nil, fmt.Errorf("vae: latent %d has shape %v, want (%d, %d)", i, z.Shape(), d.Graphs[i].N(), m.Cfg.Latent)
 		}
 	}
-	o, err := buildDecodeOptions(opts)
+	o, err := m.decodeOptions(opts)
 	if err != nil {
 		return Accuracy{}, nil, err
 	}
@@ -377,14 +377,15 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 		}
 		dec := m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
 		a := accuracy(dec, b)
-		decoded := m.graphs(dec, decodeOptions{})
+		def := decodeOptions{margin: m.Cfg.EdgeMargin}
+		decoded := m.graphs(dec, def)
 		for i, g := range decoded {
 			if sameGraph(g, b.Graphs[i]) {
 				a.GraphsDecoded++
 			}
 		}
 		if keep {
-			if o != (decodeOptions{}) {
+			if o.rule != def.rule || o.margin != def.margin {
 				decoded = m.graphs(dec, o)
 			}
 			out = append(out, decoded...)

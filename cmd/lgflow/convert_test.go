@@ -151,3 +151,29 @@ func TestConvertModelsLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertEdgeMargin stores a decoding margin in an LG-VAE checkpoint:
+// the weights (and so the flows bound to them) stay, the configuration
+// carries the margin; other checkpoints and bad margins are refused.
+func TestConvertEdgeMargin(t *testing.T) {
+	dir := t.TempDir()
+	v, f := tinyModels(t, dir, tinyVAEConfig())
+	out := filepath.Join(dir, "margin-vae.safetensors")
+	code, _, errOut := run(t, "convert", "-i", v, "-o", out, "-edge-margin", "0.75")
+	require.Equal(t, 0, code, errOut)
+	before, err := vae.Load(v)
+	require.NoError(t, err)
+	after, err := vae.Load(out)
+	require.NoError(t, err)
+	assert.Equal(t, 0.75, after.Cfg.EdgeMargin)
+	assert.Equal(t, nn.Fingerprint(before), nn.Fingerprint(after))
+	_, err = flow.Load(f, after)
+	assert.NoError(t, err, "the flow no longer loads with the LG-VAE")
+
+	code, _, errOut = run(t, "convert", "-i", f, "-o", filepath.Join(dir, "x.safetensors"), "-edge-margin", "1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "sets an LG-VAE's decoding margin")
+	code, _, errOut = run(t, "convert", "-i", v, "-o", filepath.Join(dir, "y.safetensors"), "-edge-margin", "NaN")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "EdgeMargin must be finite")
+}

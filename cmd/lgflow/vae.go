@@ -259,7 +259,7 @@ func runRecon(ctx context.Context, args []string) error {
 	noise := fs.Float64("noise", 0, "add Gaussian noise of this many latent standard deviations before decoding (decoder robustness)")
 	seed := fs.Uint64("seed", 0, "seed of the -noise draws")
 	edgeRule := fs.String("edge-rule", "or", "decoding of undirected edges for the validity figure: or, and, mean")
-	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the validity figure (0: the argmax)")
+	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the validity figure (default: the LG-VAE's own; 0: the argmax)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -267,6 +267,12 @@ func runRecon(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	decodeOpts := []vae.DecodeOption{vae.WithEdgeRule(rule)}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "edge-margin" {
+			decodeOpts = append(decodeOpts, vae.WithEdgeMargin(*edgeMargin))
+		}
+	})
 	if *path == "" || *name == "" {
 		return usagef("need -vae and -dataset")
 	}
@@ -291,7 +297,7 @@ func runRecon(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	acc, gs, err := vae.ReconstructLatents(ctx, m, d, *batch, lat, vae.WithEdgeRule(rule), vae.WithEdgeMargin(*edgeMargin))
+	acc, gs, err := vae.ReconstructLatents(ctx, m, d, *batch, lat, decodeOpts...)
 	if err != nil {
 		return err
 	}
