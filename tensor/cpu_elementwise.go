@@ -281,6 +281,9 @@ func binaryVecScalar[T float](op BinaryOp, d, a []T, y, alpha T) bool {
 // binaryVec sets d[i] = op(a[i], b[i]); the slices have equal length and d
 // may be a or b.
 func binaryVec[T float](op BinaryOp, d, a, b []T, alpha T) {
+	if useSIMD && len(d) >= 8 && is32[T]() && arithVec32SIMD(op, f32s(d), f32s(a), f32s(b), float32(alpha)) {
+		return
+	}
 	a, b = a[:len(d)], b[:len(d)]
 	switch op {
 	case BinaryAdd:

@@ -36,6 +36,41 @@ func expSubAVX2(d, x *float32, n int, m float32) float64
 //go:noescape
 func sumExpSubAVX2(x *float32, n int, m float32) float64
 
+//go:noescape
+func addAVX2(d, a, b *float32, n int)
+
+//go:noescape
+func subAVX2(d, a, b *float32, n int)
+
+//go:noescape
+func mulAVX2(d, a, b *float32, n int)
+
+//go:noescape
+func addScaledAVX2(d, a, b *float32, n int, alpha float32)
+
+// arithVec32SIMD sets d = a op b for op Add, Sub, Mul or AddScaled
+// (d = a + alpha·b) with the AVX2 kernels and reports whether op is one of
+// them. The results are those of the Go loops, bit for bit.
+func arithVec32SIMD(op BinaryOp, d, a, b []float32, alpha float32) bool {
+	if len(d) == 0 {
+		return op == BinaryAdd || op == BinarySub || op == BinaryMul || op == BinaryAddScaled
+	}
+	a, b = a[:len(d)], b[:len(d)]
+	switch op {
+	case BinaryAdd:
+		addAVX2(&d[0], &a[0], &b[0], len(d))
+	case BinarySub:
+		subAVX2(&d[0], &a[0], &b[0], len(d))
+	case BinaryMul:
+		mulAVX2(&d[0], &a[0], &b[0], len(d))
+	case BinaryAddScaled:
+		addScaledAVX2(&d[0], &a[0], &b[0], len(d), alpha)
+	default:
+		return false
+	}
+	return true
+}
+
 // cpuHasSIMD reports whether this CPU (and OS) can run the kernels.
 var cpuHasSIMD = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 

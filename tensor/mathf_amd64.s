@@ -510,3 +510,46 @@ done:
 	EXPSUMRET(ret+24(FP))
 	VZEROUPPER
 	RET
+
+// The arithmetic kernels: d = a op b, 8 lanes at a time (BINARYLOOP),
+// each lane rounded exactly as the scalar Go loops round it.
+#define ADDBODY VADDPS Y9, Y0, Y3
+#define SUBBODY VSUBPS Y9, Y0, Y3
+#define MULBODY VMULPS Y9, Y0, Y3
+// ADDSCALEDBODY sets Y3 = a + alpha*b (alpha in Y11), two roundings as in Go.
+#define ADDSCALEDBODY \
+	VMULPS Y9, Y11, Y3; \
+	VADDPS Y3, Y0, Y3
+
+// func addAVX2(d, a, b *float32, n int)
+TEXT ·addAVX2(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+	BINARYLOOP(ADDBODY)
+
+// func subAVX2(d, a, b *float32, n int)
+TEXT ·subAVX2(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+	BINARYLOOP(SUBBODY)
+
+// func mulAVX2(d, a, b *float32, n int)
+TEXT ·mulAVX2(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+	BINARYLOOP(MULBODY)
+
+// func addScaledAVX2(d, a, b *float32, n int, alpha float32)
+TEXT ·addScaledAVX2(SB), NOSPLIT, $0-36
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS alpha+32(FP), Y11
+	BINARYLOOP(ADDSCALEDBODY)

@@ -19,6 +19,9 @@ func geluGradVec32SIMD(d, a, gy []float32)              { panic(errNoSIMD) }
 func siluGradVec32SIMD(d, a, gy []float32)              { panic(errNoSIMD) }
 func expSubVec32SIMD(d, x []float32, m float32) float64 { panic(errNoSIMD) }
 func sumExpSub32SIMD(x []float32, m float32) float64    { panic(errNoSIMD) }
+func arithVec32SIMD(op BinaryOp, d, a, b []float32, alpha float32) bool {
+	panic(errNoSIMD)
+}
 
 // simdBuilt reports whether the assembly kernels are compiled in.
 const simdBuilt = false
