@@ -397,9 +397,13 @@ func attentionRange[T float](j *job, lo, hi int) {
 // (all if keep is nil) and 0 elsewhere; a row with nothing kept is all 0.
 func maskedSoftmaxRow[T float](row, keep []T) {
 	m := T(math.Inf(-1))
-	if keep == nil {
+	simd := useSIMD && is32[T]() && len(row) >= 8
+	switch {
+	case keep == nil:
 		m = maxVec(row)
-	} else {
+	case simd:
+		m = T(maskedMax32SIMD(f32s(row), f32s(keep)))
+	default:
 		keep = keep[:len(row)]
 		for j, v := range row {
 			if keep[j] == 0 {
@@ -414,6 +418,10 @@ func maskedSoftmaxRow[T float](row, keep []T) {
 		return
 	}
 	inv := T(1 / expSub(row, row, m))
+	if simd {
+		scaleVec32SIMD(f32s(row), f32s(row), float32(inv))
+		return
+	}
 	for j := range row {
 		row[j] *= inv
 	}

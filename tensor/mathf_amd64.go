@@ -2,7 +2,11 @@
 
 package tensor
 
-import "golang.org/x/sys/cpu"
+import (
+	"math"
+
+	"golang.org/x/sys/cpu"
+)
 
 // The AVX2+FMA kernels of mathf_amd64.s. Each processes n elements of d
 // and its inputs (n may be any length >= 0, the last n%8 are handled with
@@ -47,6 +51,28 @@ func mulAVX2(d, a, b *float32, n int)
 
 //go:noescape
 func addScaledAVX2(d, a, b *float32, n int, alpha float32)
+
+//go:noescape
+func scaleAVX2(d, a *float32, n int, s float32)
+
+//go:noescape
+func maskedMaxAVX2(row, keep *float32, n int) float32
+
+// scaleVec32SIMD sets d[i] = a[i]·s.
+func scaleVec32SIMD(d, a []float32, s float32) {
+	if len(d) > 0 {
+		scaleAVX2(&d[0], &a[:len(d)][0], len(d), s)
+	}
+}
+
+// maskedMax32SIMD sets row[j] = -Inf where keep[j] == 0 and returns the
+// largest other element, NaNs skipped (-Inf when there is none).
+func maskedMax32SIMD(row, keep []float32) float32 {
+	if len(row) == 0 {
+		return float32(math.Inf(-1))
+	}
+	return maskedMaxAVX2(&row[0], &keep[:len(row)][0], len(row))
+}
 
 // arithVec32SIMD sets d = a op b for op Add, Sub, Mul or AddScaled
 // (d = a + alpha·b) with the AVX2 kernels and reports whether op is one of

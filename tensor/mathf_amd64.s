@@ -553,3 +553,67 @@ TEXT ·addScaledAVX2(SB), NOSPLIT, $0-36
 	MOVQ n+24(FP), CX
 	VBROADCASTSS alpha+32(FP), Y11
 	BINARYLOOP(ADDSCALEDBODY)
+
+DATA mfNegInf<>+0(SB)/4, $0xff800000
+GLOBL mfNegInf<>(SB), RODATA|NOPTR, $4
+
+// SCALEBODY sets Y3 = a*s (s in Y11), one rounding as in Go.
+#define SCALEBODY VMULPS Y11, Y0, Y3
+
+// func scaleAVX2(d, a *float32, n int, s float32)
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-28
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS s+24(FP), Y11
+	UNARYLOOP(SCALEBODY)
+
+// func maskedMaxAVX2(row, keep *float32, n int) float32
+//
+// Sets row[j] = -Inf where keep[j] == 0 and returns the largest other
+// element (NaNs skipped; -Inf when none): the first pass of a masked
+// softmax row, as maskedSoftmaxRow's Go loop does it.
+TEXT ·maskedMaxAVX2(SB), NOSPLIT, $0-28
+	MOVQ row+0(FP), DI
+	MOVQ keep+8(FP), DX
+	MOVQ n+16(FP), CX
+	VBROADCASTSS mfNegInf<>(SB), Y7
+	VMOVAPS Y7, Y5
+	VXORPS Y6, Y6, Y6
+	MOVQ CX, BX
+	SHRQ $3, BX
+	ANDQ $7, CX
+	TESTQ BX, BX
+	JZ tail
+loop:
+	VMOVUPS (DI), Y0
+	VMOVUPS (DX), Y1
+	VCMPPS $0, Y6, Y1, Y2
+	VBLENDVPS Y2, Y7, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VMAXPS Y5, Y0, Y5
+	ADDQ $32, DI
+	ADDQ $32, DX
+	DECQ BX
+	JNZ loop
+tail:
+	TESTQ CX, CX
+	JZ reduce
+	TAILMASK
+	VMASKMOVPS (DI), Y12, Y0
+	VMASKMOVPS (DX), Y12, Y1
+	VCMPPS $0, Y6, Y1, Y2
+	VBLENDVPS Y2, Y7, Y0, Y0
+	VMASKMOVPS Y0, Y12, (DI)
+	VBLENDVPS Y12, Y0, Y7, Y0
+	VMAXPS Y5, Y0, Y5
+reduce:
+	VEXTRACTF128 $1, Y5, X1
+	VMAXPS X5, X1, X5
+	VPERMILPS $0x4E, X5, X1
+	VMAXPS X5, X1, X5
+	VPERMILPS $0xB1, X5, X1
+	VMAXPS X5, X1, X5
+	VMOVSS X5, ret+24(FP)
+	VZEROUPPER
+	RET
