@@ -177,3 +177,41 @@ func TestMaskedSoftmaxRowSIMD(t *testing.T) {
 		}
 	}
 }
+
+// TestScalarArithSIMD checks binaryVecScalar's AVX2 paths (a·y and a + y
+// for a per-row scalar y) against the Go loops bit for bit.
+func TestScalarArithSIMD(t *testing.T) {
+	if !cpuHasSIMD {
+		t.Skipf("SIMD kernels not available (built: %v)", simdBuilt)
+	}
+	r := NewRNG(7)
+	for _, op := range []BinaryOp{BinaryMul, BinaryAdd} {
+		for n := 0; n <= 40; n++ {
+			a := make([]float32, n)
+			for i := range a {
+				a[i] = float32(r.Normal() * 50)
+				if i%6 == 3 {
+					a[i] = []float32{float32(math.NaN()), float32(math.Inf(1)), 3e38, 1e-42}[(i/6)%4]
+				}
+			}
+			for _, y := range []float32{0.5, -3, float32(math.Inf(-1)), 1e30} {
+				want, got := make([]float32, n), make([]float32, n)
+				for i := range want {
+					if op == BinaryMul {
+						want[i] = a[i] * y
+					} else {
+						want[i] = a[i] + y
+					}
+				}
+				if !binaryVecScalar(op, got, a, y, 1) {
+					t.Fatalf("op %d not handled", op)
+				}
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(want[i] != want[i] && got[i] != got[i]) {
+						t.Fatalf("op %d, n %d, y %v, [%d]: got %v, want %v", op, n, y, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}

@@ -249,6 +249,16 @@ func binaryStrided[T float](op BinaryOp, d, a, b []T, n, sd, sa, sb int, alpha T
 // binaryVecScalar handles the per-row-scalar broadcast d = op(a, y) for the
 // common ops and reports whether it did.
 func binaryVecScalar[T float](op BinaryOp, d, a []T, y, alpha T) bool {
+	if useSIMD && len(d) >= 8 && is32[T]() {
+		switch op {
+		case BinaryMul:
+			scaleVec32SIMD(f32s(d), f32s(a), float32(y))
+			return true
+		case BinaryAdd:
+			addScalarVec32SIMD(f32s(d), f32s(a), float32(y))
+			return true
+		}
+	}
 	a = a[:len(d)]
 	switch op {
 	case BinaryAdd:

@@ -56,12 +56,22 @@ func addScaledAVX2(d, a, b *float32, n int, alpha float32)
 func scaleAVX2(d, a *float32, n int, s float32)
 
 //go:noescape
+func addScalarAVX2(d, a *float32, n int, s float32)
+
+//go:noescape
 func maskedMaxAVX2(row, keep *float32, n int) float32
 
 // scaleVec32SIMD sets d[i] = a[i]·s.
 func scaleVec32SIMD(d, a []float32, s float32) {
 	if len(d) > 0 {
 		scaleAVX2(&d[0], &a[:len(d)][0], len(d), s)
+	}
+}
+
+// addScalarVec32SIMD sets d[i] = a[i] + s.
+func addScalarVec32SIMD(d, a []float32, s float32) {
+	if len(d) > 0 {
+		addScalarAVX2(&d[0], &a[:len(d)][0], len(d), s)
 	}
 }
 

@@ -617,3 +617,14 @@ reduce:
 	VMOVSS X5, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// ADDSCALARBODY sets Y3 = a + s (s in Y11).
+#define ADDSCALARBODY VADDPS Y11, Y0, Y3
+
+// func addScalarAVX2(d, a *float32, n int, s float32)
+TEXT ·addScalarAVX2(SB), NOSPLIT, $0-28
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS s+24(FP), Y11
+	UNARYLOOP(ADDSCALARBODY)

@@ -20,6 +20,7 @@ func siluGradVec32SIMD(d, a, gy []float32)              { panic(errNoSIMD) }
 func expSubVec32SIMD(d, x []float32, m float32) float64 { panic(errNoSIMD) }
 func sumExpSub32SIMD(x []float32, m float32) float64    { panic(errNoSIMD) }
 func scaleVec32SIMD(d, a []float32, s float32)          { panic(errNoSIMD) }
+func addScalarVec32SIMD(d, a []float32, s float32)      { panic(errNoSIMD) }
 func maskedMax32SIMD(row, keep []float32) float32       { panic(errNoSIMD) }
 func arithVec32SIMD(op BinaryOp, d, a, b []float32, alpha float32) bool {
 	panic(errNoSIMD)
