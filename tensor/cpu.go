@@ -139,10 +139,15 @@ func copyRange[D, S float](j *job, lo, hi int) {
 	l.seek(&c, lo)
 	in := l.nd - 1
 	sd, ss := l.str[0][in], l.str[1][in]
+	// same: D and S are one type (both float types of one size), so
+	// contiguous runs are memory moves.
+	same := is32[D]() == is32[S]()
 	for pos := lo; pos < hi; {
 		n := min(l.dims[in]-c.idx[in], hi-pos)
 		od, os := c.off[0], c.off[1]
 		switch {
+		case sd == 1 && ss == 1 && same:
+			copy(d[od:od+n], unsafe.Slice((*D)(unsafe.Pointer(unsafe.SliceData(s[os:os+n]))), n))
 		case sd == 1 && ss == 1:
 			dd, sv := d[od:od+n], s[os:os+n]
 			for i := range dd {
