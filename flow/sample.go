@@ -39,6 +39,7 @@ type sampleOptions struct {
 	eta        float64
 	edgeRule   vae.EdgeRule
 	edgeMargin *float64 // nil: the LG-VAE's Config.EdgeMargin
+	decode     []vae.DecodeOption
 	progress   func(done, total int)
 }
 
@@ -124,6 +125,12 @@ func WithStochasticity(eta float64) SampleOption { return func(o *sampleOptions)
 // (default vae.EitherDirection, the reference rule).
 func WithEdgeRule(r vae.EdgeRule) SampleOption { return func(o *sampleOptions) { o.edgeRule = r } }
 
+// WithDecodeOptions passes further options to the LG-VAE's decoding (for
+// example vae.WithEdgeConstraint), after WithEdgeRule's and WithEdgeMargin's.
+func WithDecodeOptions(opts ...vae.DecodeOption) SampleOption {
+	return func(o *sampleOptions) { o.decode = append(o.decode, opts...) }
+}
+
 // WithEdgeMargin sets the decoder's edge margin (vae.WithEdgeMargin; default
 // the LG-VAE's Config.EdgeMargin): a larger margin decodes fewer spurious
 // edges and more missing ones, which raises planar validity and lowers the
@@ -145,6 +152,7 @@ func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*grap
 		if o.edgeMargin != nil {
 			dopts = append(dopts, vae.WithEdgeMargin(*o.edgeMargin))
 		}
+		dopts = append(dopts, o.decode...)
 		gs, err := m.VAE.DecodePadded(ctx, z, sizes, dopts...)
 		if err != nil {
 			return err

@@ -3,6 +3,8 @@ package vae
 import (
 	"fmt"
 	"math"
+
+	"lgflow/graph"
 )
 
 // EdgeRule decides an undirected edge {i, j} from the decoder's two
@@ -63,6 +65,19 @@ type decodeOptions struct {
 	rule      EdgeRule
 	margin    float64
 	marginSet bool // WithEdgeMargin was given: margin replaces Config.EdgeMargin
+	keep      func(*graph.Graph) bool
+}
+
+// WithEdgeConstraint makes every decoded graph satisfy keep (a property
+// that holds for the graph without edges and survives removing edges, such
+// as planarity: planar.IsPlanar). A decoded graph that fails it is rebuilt
+// from its own edges, most confident first, keeping each edge only if keep
+// still holds with it; graphs that satisfy keep are unchanged. This is
+// constrained decoding, not what the paper's decoder does: it hides the
+// decoder's errors that break the property, so figures measured with it
+// must say so.
+func WithEdgeConstraint(keep func(g *graph.Graph) bool) DecodeOption {
+	return func(o *decodeOptions) { o.keep = keep }
 }
 
 // WithEdgeRule sets how undirected edges are decided (default

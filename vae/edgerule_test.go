@@ -74,3 +74,48 @@ func TestEdgeRules(t *testing.T) {
 		t.Error("edge margin NaN: no error")
 	}
 }
+
+// TestEdgeConstraint decodes hand-made scores for a 4-node graph whose
+// argmax has four edges, under constraints: a graph that satisfies the
+// constraint is unchanged; one that does not keeps its most confident
+// edges that the constraint allows, in order.
+func TestEdgeConstraint(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 1}}
+	// Edge-minus-no-edge scores per ordered pair; the OR rule takes the
+	// larger direction: {0,1} 3, {1,2} 2, {0,2} 1, {2,3} 0.5.
+	score := map[[2]int]float64{{0, 1}: 3, {1, 0}: -1, {1, 2}: 2, {2, 1}: 2, {0, 2}: -2, {2, 0}: 1, {2, 3}: 0.5, {3, 2}: 0.2}
+	lg := tensor.New(tensor.Float32, 1, 4, 4, 2)
+	for i := range 4 {
+		for j := range 4 {
+			lg.Set(1, 0, i, j, 0) // no edge unless listed
+			if s, ok := score[[2]int{i, j}]; ok {
+				lg.Set(0, 0, i, j, 0)
+				lg.Set(s, 0, i, j, 1)
+			}
+		}
+	}
+	dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{4}, N: 4}
+	atMost := func(k int) func(*graph.Graph) bool { return func(g *graph.Graph) bool { return g.M() <= k } }
+	noTriangle := func(g *graph.Graph) bool { return !(g.HasEdge(0, 1) && g.HasEdge(1, 2) && g.HasEdge(0, 2)) }
+	for _, tc := range []struct {
+		name string
+		keep func(*graph.Graph) bool
+		want [][2]int
+	}{
+		{"none", nil, [][2]int{{0, 1}, {0, 2}, {1, 2}, {2, 3}}},
+		{"satisfied", atMost(4), [][2]int{{0, 1}, {0, 2}, {1, 2}, {2, 3}}},
+		{"two edges", atMost(2), [][2]int{{0, 1}, {1, 2}}},
+		// {0,2} is the least confident edge of the triangle: it goes, the
+		// less confident {2,3} stays.
+		{"no triangle", noTriangle, [][2]int{{0, 1}, {1, 2}, {2, 3}}},
+	} {
+		g := m.graphs(dec, decodeOptions{keep: tc.keep})[0]
+		want := graph.New(4)
+		for _, e := range tc.want {
+			want.AddEdge(e[0], e[1])
+		}
+		if graph.FormatGraph6(g) != graph.FormatGraph6(want) {
+			t.Errorf("%s: edges %v, want %v", tc.name, g.Edges(), tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package vae
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -365,7 +366,66 @@ func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
 				h.NodeLabels[i] = int(nodeCls[g*N+i])
 			}
 		}
+		if o.keep != nil && !o.keep(h) {
+			h = m.constrain(h, logits, g*N*N, N, o)
+		}
 		out[g] = h
+	}
+	return out
+}
+
+// constrain rebuilds the decoded graph h so that o.keep holds: h's edges are
+// added back one at a time, most confident first, and each is kept only if
+// o.keep still holds with it. An edge's confidence is its best edge class's
+// logit minus the no-edge logit (the larger of the two directions' for the
+// EitherDirection rule, the smaller for BothDirections, their mean for
+// MeanLogits); base is the offset of h's pairs in logits (rows of C).
+func (m *Model) constrain(h *graph.Graph, logits *tensor.Tensor, base, N int, o decodeOptions) *graph.Graph {
+	C := m.Cfg.EdgeClasses + 1
+	lg := logits.To(tensor.Float64).Data64()
+	conf := func(i, j int) float64 {
+		row := lg[(base+i*N+j)*C : (base+i*N+j)*C+C]
+		best := math.Inf(-1)
+		for _, v := range row[1:] {
+			best = max(best, v)
+		}
+		return best - row[0]
+	}
+	edges := h.Edges()
+	score := make([]float64, len(edges))
+	for k, e := range edges {
+		a := conf(e.From, e.To)
+		if !m.Cfg.Directed {
+			b := conf(e.To, e.From)
+			switch o.rule {
+			case EitherDirection:
+				a = max(a, b)
+			case BothDirections:
+				a = min(a, b)
+			case MeanLogits:
+				a = (a + b) / 2
+			}
+		}
+		score[k] = a
+	}
+	order := make([]int, len(edges))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(score[y], score[x]) })
+	var out *graph.Graph
+	if m.Cfg.Directed {
+		out = graph.NewDirected(h.N())
+	} else {
+		out = graph.New(h.N())
+	}
+	out.NodeLabels = h.NodeLabels
+	for _, k := range order {
+		e := edges[k]
+		out.AddLabeledEdge(e.From, e.To, h.EdgeLabel(e.From, e.To))
+		if !o.keep(out) {
+			out.RemoveEdge(e.From, e.To)
+		}
 	}
 	return out
 }

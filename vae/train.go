@@ -385,7 +385,7 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 			}
 		}
 		if keep {
-			if o.rule != def.rule || o.margin != def.margin {
+			if o.rule != def.rule || o.margin != def.margin || o.keep != nil {
 				decoded = m.graphs(dec, o)
 			}
 			out = append(out, decoded...)
