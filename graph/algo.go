@@ -116,6 +116,32 @@ func IsTree(g *Graph) bool {
 	return g.N() > 0 && g.M() == g.N()-1 && IsConnected(g)
 }
 
+// IsForest reports whether g has no cycle: every connected component is a
+// tree. A directed graph is judged by its underlying undirected graph, in
+// which pairs u -> v, v -> u form a cycle (as in IsTree). Graphs without
+// edges are forests, and removing edges keeps a forest one.
+func IsForest(g *Graph) bool {
+	parent := make([]int, g.N())
+	for i := range parent {
+		parent[i] = i
+	}
+	find := func(x int) int {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	for _, e := range g.Edges() {
+		a, b := find(e.From), find(e.To)
+		if a == b {
+			return false
+		}
+		parent[a] = b
+	}
+	return true
+}
+
 // IsDAG reports whether g is a directed acyclic graph. Undirected graphs
 // are never DAGs (as in networkx).
 func IsDAG(g *Graph) bool {

@@ -21,23 +21,27 @@ func TestComponentsAndTrees(t *testing.T) {
 	assert.True(t, IsTree(d))
 
 	tests := []struct {
-		name            string
-		g               *Graph
-		connected, tree bool
-		diameter        int
+		name                    string
+		g                       *Graph
+		connected, tree, forest bool
+		diameter                int
 	}{
-		{"empty", New(0), false, false, 0},
-		{"single", New(1), true, true, 0},
-		{"P5", path(5), true, true, 4},
-		{"C6", cycle(6), true, false, 3},
-		{"K4", complete(4), true, false, 1},
-		{"forest", fromEdges(4, false, [2]int{0, 1}, [2]int{2, 3}), false, false, 1},
-		{"house+tail", fromEdges(6, false, [2]int{0, 1}, [2]int{1, 2}, [2]int{2, 0}, [2]int{2, 3}, [2]int{3, 4}, [2]int{4, 2}, [2]int{4, 5}), true, false, 3},
+		{"empty", New(0), false, false, true, 0},
+		{"single", New(1), true, true, true, 0},
+		{"P5", path(5), true, true, true, 4},
+		{"C6", cycle(6), true, false, false, 3},
+		{"K4", complete(4), true, false, false, 1},
+		{"forest", fromEdges(4, false, [2]int{0, 1}, [2]int{2, 3}), false, false, true, 1},
+		{"house+tail", fromEdges(6, false, [2]int{0, 1}, [2]int{1, 2}, [2]int{2, 0}, [2]int{2, 3}, [2]int{3, 4}, [2]int{4, 2}, [2]int{4, 5}), true, false, false, 3},
+		{"cycle in one of two components", fromEdges(7, false, [2]int{0, 1}, [2]int{2, 3}, [2]int{3, 4}, [2]int{4, 2}), false, false, false, 1},
+		{"directed tree", fromEdges(4, true, [2]int{1, 0}, [2]int{2, 0}, [2]int{3, 2}), true, true, true, 3},
+		{"directed 2-cycle", fromEdges(2, true, [2]int{0, 1}, [2]int{1, 0}), true, false, false, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.connected, IsConnected(tc.g))
 			assert.Equal(t, tc.tree, IsTree(tc.g))
+			assert.Equal(t, tc.forest, IsForest(tc.g))
 			assert.Equal(t, tc.diameter, Diameter(tc.g))
 		})
 	}

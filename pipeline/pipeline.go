@@ -64,6 +64,10 @@ type Options struct {
 	Steps       int
 	EdgeRule    string
 	EdgeMargin  *float64
+	// Constrained decodes with the dataset's Spec.Constraint
+	// (vae.WithEdgeConstraint): planarity or acyclicity enforced while
+	// decoding, which the paper's sampler does not do; the report says so.
+	Constrained bool
 	Temperature float64
 	FinalJump   float64
 
@@ -96,6 +100,12 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 	}
 	if o.EdgeMargin != nil {
 		opts = append(opts, flow.WithEdgeMargin(*o.EdgeMargin))
+	}
+	if o.Constrained {
+		if spec.Constraint == nil {
+			return nil, fmt.Errorf("pipeline: %s has no constraint to decode with", spec.Name)
+		}
+		opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeConstraint(spec.Constraint)))
 	}
 	if o.Temperature > 0 {
 		opts = append(opts, flow.WithTemperature(o.Temperature))

@@ -377,3 +377,42 @@ func TestReconBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecConstraints checks each dataset's decoding constraint: it holds
+// for the graph without edges (where constrained decoding starts) and for
+// valid graphs of the dataset, so it never rejects what Valid accepts, and
+// Options.Constrained is refused where there is none.
+func TestSpecConstraints(t *testing.T) {
+	for _, name := range []string{"planar", "tree", "price", "planar-128"} {
+		spec, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Constraint == nil {
+			t.Fatalf("%s: no constraint", name)
+		}
+		gs, err := datasets.Load(context.Background(), name, "test", datasets.Options{Splits: datasets.Splits{Train: 1, Val: 1, Test: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		empty := graph.New(gs[0].N())
+		if gs[0].Directed() {
+			empty = graph.NewDirected(gs[0].N())
+		}
+		if !spec.Constraint(empty) {
+			t.Errorf("%s: the constraint rejects the graph without edges", name)
+		}
+		for i, g := range gs {
+			if spec.Valid(g) && !spec.Constraint(g) {
+				t.Errorf("%s: test graph %d is valid but breaks the constraint", name, i)
+			}
+		}
+	}
+	ego, err := Lookup("ego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Options{Constrained: true}).sampleOptions(ego); err == nil {
+		t.Error("constrained decoding accepted for Ego, which has no constraint")
+	}
+}

@@ -26,6 +26,7 @@ type Report struct {
 	Seed        uint64  `json:"seed"`
 	EdgeRule    string  `json:"edge_rule"`
 	EdgeMargin  *float64 `json:"edge_margin,omitempty"`
+	Constrained bool     `json:"constrained,omitempty"`
 	Temperature float64 `json:"temperature,omitempty"`
 	FinalJump   float64 `json:"final_jump,omitempty"`
 	Hardware    string  `json:"hardware"`
@@ -79,7 +80,10 @@ type Report struct {
 func newReport(spec Spec, o Options, n int) *Report {
 	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Steps: o.Steps, Seed: o.Seed,
 		EdgeMargin: o.EdgeMargin, Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
-		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...)}
+		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained}
+	if o.Constrained {
+		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint (planarity or acyclicity), which the paper's sampler does not do; validity is then partly by construction")
+	}
 	if o.EdgeRule != "" {
 		if rule, err := vae.ParseEdgeRule(o.EdgeRule); err == nil {
 			r.EdgeRule = rule.String()

@@ -15,6 +15,7 @@ import (
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/mol"
+	"lgflow/graph/planar"
 	"lgflow/internal/progress"
 	"lgflow/metrics"
 	"lgflow/tensor"
@@ -217,7 +218,8 @@ func runSample(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 256, "graphs integrated together")
 	method := fs.String("method", "", "integrator: euler or heun (default: flow.Sample's)")
 	edgeRule := fs.String("edge-rule", "", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one (default: flow.Sample's)")
-	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (0: the argmax; > 0: fewer spurious edges)")
+	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own; 0: the argmax; larger: fewer spurious edges)")
+	constraint := fs.String("constraint", "", "decode under a constraint, valid by construction there (not the paper's sampler): planar, forest or dag")
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
@@ -254,6 +256,13 @@ func runSample(ctx context.Context, args []string) error {
 	}
 	if set["edge-margin"] {
 		opts = append(opts, flow.WithEdgeMargin(*edgeMargin))
+	}
+	if *constraint != "" {
+		keep, ok := map[string]func(*graph.Graph) bool{"planar": planar.IsPlanar, "forest": graph.IsForest, "dag": graph.IsDAG}[*constraint]
+		if !ok {
+			return usagef("-constraint %q: want planar, forest or dag", *constraint)
+		}
+		opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeConstraint(keep)))
 	}
 	ae, err := vae.Load(*vaePath)
 	if err != nil {
