@@ -365,3 +365,54 @@ func (e *Encoding) ParseGraphs(ctx context.Context, smiles []string, workers int
 	}
 	return out, nil
 }
+
+// DatasetValenceOK reports whether no atom of g, a graph in
+// ToDatasetGraph's convention (edge label = bond type 0..3: single,
+// double, triple, aromatic), has more bonds than its element allows: the
+// sum of its bond orders (aromatic 1.5) at most the largest allowed
+// valence in RDKit's table, plus one for N, O and S, which the decoder's
+// charge heuristic (FromGraph) may charge, plus 1.5 for atoms with an
+// aromatic bond (RDKit's valence rule for aromatic atoms). It holds for a graph without
+// edges and stays true when edges are removed, so it can constrain
+// decoding (vae.WithEdgeConstraint); a graph that passes it may still
+// fail Decode (aromaticity, fragments). Graphs whose labels fall outside
+// the encoding fail it.
+func (e *Encoding) DatasetValenceOK(g *graph.Graph) bool {
+	if g.Directed() || (g.NodeLabels == nil && g.N() > 0) {
+		return false
+	}
+	twice := make([]int, g.N()) // twice the bond-order sum, so aromatic bonds count 3
+	aromatic := make([]bool, g.N())
+	for _, ed := range g.Edges() {
+		var o int
+		switch ed.Label {
+		case 0, 1, 2:
+			o = 2 * (ed.Label + 1)
+		case 3:
+			o = 3
+			aromatic[ed.From], aromatic[ed.To] = true, true
+		default:
+			return false
+		}
+		twice[ed.From] += o
+		twice[ed.To] += o
+	}
+	for i, t := range g.NodeLabels {
+		if t < 0 || t >= len(e.AtomTypes) {
+			return false
+		}
+		z := e.AtomTypes[t]
+		limit := maxValence(z)
+		if z == 7 || z == 8 || z == 16 {
+			limit++
+		}
+		slack := 0
+		if aromatic[i] {
+			slack = 3
+		}
+		if limit >= 0 && twice[i] > 2*limit+slack {
+			return false
+		}
+	}
+	return true
+}

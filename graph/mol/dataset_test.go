@@ -281,3 +281,61 @@ func ExampleMOSESSMILES() {
 	}
 	fmt.Println(len(val), "validation molecules")
 }
+
+// TestDatasetValenceOK checks the valence bound on hand-made graphs: the
+// limits of C, N (with its charge allowance), O, F and aromatic bonds.
+func TestDatasetValenceOK(t *testing.T) {
+	// MOSES atom types: 0 C, 1 N, 2 S, 3 O, 4 F, 5 Cl, 6 Br; bond labels 0
+	// single, 1 double, 2 triple, 3 aromatic.
+	mk := func(labels []int, bonds ...[3]int) *graph.Graph {
+		g := graph.New(len(labels))
+		g.NodeLabels = labels
+		for _, b := range bonds {
+			if err := g.AddLabeledEdge(b[0], b[1], b[2]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return g
+	}
+	for _, tc := range []struct {
+		name string
+		g    *graph.Graph
+		want bool
+	}{
+		{"no bonds", mk([]int{0, 1, 4}), true},
+		{"CO2", mk([]int{3, 0, 3}, [3]int{0, 1, 1}, [3]int{1, 2, 1}), true},
+		{"pentavalent C", mk([]int{0, 0, 0, 0, 0, 0}, [3]int{0, 1, 0}, [3]int{0, 2, 0}, [3]int{0, 3, 0}, [3]int{0, 4, 1}), false},
+		{"ammonium-like N (4 bonds)", mk([]int{1, 0, 0, 0, 0}, [3]int{0, 1, 0}, [3]int{0, 2, 0}, [3]int{0, 3, 0}, [3]int{0, 4, 0}), true},
+		{"N with 5 bonds", mk([]int{1, 0, 0, 0, 0, 0}, [3]int{0, 1, 0}, [3]int{0, 2, 0}, [3]int{0, 3, 0}, [3]int{0, 4, 0}, [3]int{0, 5, 0}), false},
+		{"F with two bonds", mk([]int{4, 0, 0}, [3]int{0, 1, 0}, [3]int{0, 2, 0}), false},
+		{"aromatic C with a double bond out", mk([]int{0, 0, 0, 3}, [3]int{0, 1, 3}, [3]int{0, 2, 3}, [3]int{0, 3, 1}), true},
+		// RDKit lets an aromatic atom exceed its valence by up to 1.5.
+		{"aromatic C with three aromatic bonds and a single", mk([]int{0, 0, 0, 0, 0}, [3]int{0, 1, 3}, [3]int{0, 2, 3}, [3]int{0, 3, 3}, [3]int{0, 4, 0}), true},
+		{"aromatic C with a triple bond out", mk([]int{0, 0, 0, 0}, [3]int{0, 1, 3}, [3]int{0, 2, 3}, [3]int{0, 3, 2}), false},
+		{"bad bond label", mk([]int{0, 0}, [3]int{0, 1, 7}), false},
+	} {
+		if got := MOSES.DatasetValenceOK(tc.g); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDatasetValenceOKOnMOSES checks that the valence bound accepts every
+// real molecule of the MOSES validation split, as a decoding constraint
+// must (it may only remove bonds that make a molecule invalid).
+func TestDatasetValenceOKOnMOSES(t *testing.T) {
+	dir := mosesDataDir(t)
+	smiles, err := MOSESSMILES(dir, "val", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := MOSES.ParseGraphs(context.Background(), smiles, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range gs {
+		if !MOSES.DatasetValenceOK(g) {
+			t.Fatalf("molecule %d (%s) fails the valence bound", i, smiles[i])
+		}
+	}
+}
