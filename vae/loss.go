@@ -319,6 +319,7 @@ func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
 		nodeCls = tensor.Argmax(dec.NodeLogits.Value, 1)
 	}
 	out := make([]*graph.Graph, B)
+	var lg []float64 // the logits in float64, made when a graph is constrained
 	for g, n := range dec.Sizes {
 		var h *graph.Graph
 		if m.Cfg.Directed {
@@ -367,7 +368,10 @@ func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
 			}
 		}
 		if o.keep != nil && !o.keep(h) {
-			h = m.constrain(h, logits, g*N*N, N, o)
+			if lg == nil {
+				lg = logits.To(tensor.Float64).Data64()
+			}
+			h = m.constrain(h, lg, g*N*N, N, o)
 		}
 		out[g] = h
 	}
@@ -379,10 +383,10 @@ func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
 // o.keep still holds with it. An edge's confidence is its best edge class's
 // logit minus the no-edge logit (the larger of the two directions' for the
 // EitherDirection rule, the smaller for BothDirections, their mean for
-// MeanLogits); base is the offset of h's pairs in logits (rows of C).
-func (m *Model) constrain(h *graph.Graph, logits *tensor.Tensor, base, N int, o decodeOptions) *graph.Graph {
+// MeanLogits); lg holds the batch's logits (rows of C per ordered pair) and
+// base is the row of h's first pair.
+func (m *Model) constrain(h *graph.Graph, lg []float64, base, N int, o decodeOptions) *graph.Graph {
 	C := m.Cfg.EdgeClasses + 1
-	lg := logits.To(tensor.Float64).Data64()
 	conf := func(i, j int) float64 {
 		row := lg[(base+i*N+j)*C : (base+i*N+j)*C+C]
 		best := math.Inf(-1)
