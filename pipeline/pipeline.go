@@ -61,9 +61,9 @@ type Options struct {
 	// only when set (non-zero, non-empty); otherwise its defaults apply.
 	// EdgeRule is a vae.ParseEdgeRule name: or, and, mean. EdgeMargin is
 	// flow.WithEdgeMargin's (nil: the LG-VAE's own).
-	Steps       int
-	EdgeRule    string
-	EdgeMargin  *float64
+	Steps      int
+	EdgeRule   string
+	EdgeMargin *float64
 	// Constrained decodes with the dataset's Spec.Constraint
 	// (vae.WithEdgeConstraint): planarity or acyclicity enforced while
 	// decoding, which the paper's sampler does not do; the report says so.

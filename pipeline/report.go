@@ -22,14 +22,14 @@ type Report struct {
 	SampleSeconds float64 `json:"sample_seconds"`
 	// Steps, EdgeRule, EdgeMargin, Temperature and FinalJump are the sampler settings
 	// the run set; 0 and "" mean flow.Sample's defaults.
-	Steps       int     `json:"steps"`
-	Seed        uint64  `json:"seed"`
-	EdgeRule    string  `json:"edge_rule"`
+	Steps       int      `json:"steps"`
+	Seed        uint64   `json:"seed"`
+	EdgeRule    string   `json:"edge_rule"`
 	EdgeMargin  *float64 `json:"edge_margin,omitempty"`
 	Constrained bool     `json:"constrained,omitempty"`
-	Temperature float64 `json:"temperature,omitempty"`
-	FinalJump   float64 `json:"final_jump,omitempty"`
-	Hardware    string  `json:"hardware"`
+	Temperature float64  `json:"temperature,omitempty"`
+	FinalJump   float64  `json:"final_jump,omitempty"`
+	Hardware    string   `json:"hardware"`
 	// TrainSplit and TestSplit name the splits; NTrain is the number of
 	// graphs novelty is measured against, NTest the reference's size.
 	TrainSplit string `json:"train_split"`
