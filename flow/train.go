@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -328,8 +327,17 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		}
 	}
 	meta[metaScale] = fmt.Sprint(m.Scale)
-	// sampler returns a Model whose Net holds the current EMA weights.
-	sampler := func() (*Model, error) {
+	// sampler returns a Model whose Net holds the EMA weights after step
+	// steps, built once per step: validation, the checkpoint and the
+	// returned model of one step share it.
+	var (
+		sampled     *Model
+		sampledStep = -1
+	)
+	sampler := func(step int) (*Model, error) {
+		if sampled != nil && sampledStep == step {
+			return sampled, nil
+		}
 		s := *m
 		net, err := dit.New(cfg.DiT, tensor.NewRNG(0))
 		if err != nil {
@@ -339,6 +347,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			return nil, err
 		}
 		s.Net = net
+		sampled, sampledStep = &s, step
 		return &s, nil
 	}
 	// The stepper checks for non-finite values on a GPU every few steps,
@@ -353,14 +362,13 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		if err := trainer.SaveState(statePath, net, opt, st.Step, st.Meta(meta), ema.Weights()); err != nil {
 			return err
 		}
-		s, err := sampler()
+		s, err := sampler(st.Step)
 		if err != nil {
 			return err
 		}
 		return s.Save(filepath.Join(opts.Dir, LastFile), map[string]string{"step": fmt.Sprint(st.Step)})
 	}
 	validate := opts.Score != nil && cfg.ValEvery > 0
-	var validated *Model // the EMA model of the latest validation
 	loop := trainer.Loop{
 		Seed: cfg.Seed, BatchSeed: cfg.Seed ^ 0xf10f10, N: n, BatchSize: cfg.BatchSize,
 		Steps: cfg.Steps, ValEvery: cfg.ValEvery, CheckpointEvery: cfg.CheckpointEvery, LogEvery: opts.LogEvery,
@@ -398,7 +406,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			if err := stepper.Check(); err != nil {
 				return trainer.Score{}, err
 			}
-			s, err := sampler()
+			s, err := sampler(step)
 			if err != nil {
 				return trainer.Score{}, err
 			}
@@ -406,7 +414,6 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			if err != nil {
 				return trainer.Score{}, err
 			}
-			validated = s
 			return trainer.Score{Value: opts.Score(gs)}, nil
 		}
 		// Ties go to the later (longer-trained) model.
@@ -414,17 +421,21 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			if modelPath == "" {
 				return nil
 			}
-			return validated.Save(modelPath, map[string]string{"val_score": fmt.Sprint(sc.Value), "step": fmt.Sprint(step)})
+			s, err := sampler(step) // the model just validated
+			if err != nil {
+				return err
+			}
+			return s.Save(modelPath, map[string]string{"val_score": fmt.Sprint(sc.Value), "step": fmt.Sprint(step)})
 		}
 	}
 	run, err = trainer.Run(ctx, run, loop)
 	if err != nil {
-		if errors.Is(err, ctx.Err()) {
+		if ctx.Err() != nil {
 			return m, err
 		}
 		return m, fmt.Errorf("flow: %w", err)
 	}
-	s, err := sampler()
+	s, err := sampler(run.Step)
 	if err != nil {
 		return m, err
 	}

@@ -268,19 +268,15 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			return hm.Save(modelPath, map[string]string{"val_sample_acc": fmt.Sprint(s.Value), "val_edge_acc": fmt.Sprint(s.TieBreak), "step": fmt.Sprint(step)})
 		}
 	}
-	state, err = trainer.Run(ctx, state, loop)
-	if err == nil && modelPath != "" && !validate {
-		h, herr := host()
-		if herr == nil {
-			herr = h.Save(modelPath, nil)
-		}
-		err = herr
-	}
+	_, err = trainer.Run(ctx, state, loop)
 	h, herr := host()
 	if herr != nil {
 		return m, errors.Join(err, herr)
 	}
-	if err != nil && !errors.Is(err, ctx.Err()) {
+	if err == nil && modelPath != "" && !validate {
+		err = h.Save(modelPath, nil)
+	}
+	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("vae: %w", err)
 	}
 	return h, err
