@@ -14,6 +14,7 @@ import (
 	"lgflow/graph"
 	"lgflow/nn"
 	"lgflow/optim"
+	"lgflow/safetensors"
 	"lgflow/tensor"
 	"lgflow/trainer"
 	"lgflow/vae"
@@ -466,10 +467,11 @@ func resumable(saved, cfg Config) bool {
 // file's header. A resumed run continues with it; train-flow applies the
 // flags a user sets on top.
 func CheckpointConfig(path string) (Config, error) {
-	meta, err := trainer.ReadMeta(path)
+	h, err := safetensors.LoadHeader(path)
 	if err != nil {
 		return Config{}, err
 	}
+	meta := h.Metadata
 	if meta[trainer.MetaKind] != "lgflow.flow.state" {
 		return Config{}, fmt.Errorf("flow: %s is not an LG-Flow training state (kind %q)", path, meta[trainer.MetaKind])
 	}

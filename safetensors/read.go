@@ -114,6 +114,25 @@ func Decode(data []byte, opts ...Option) (*File, error) {
 
 // Load reads the safetensors file at path (see Read). Errors name path.
 func Load(path string, opts ...Option) (*File, error) {
+	return openAndRead(path, func(r io.ReaderAt, size int64) (*File, error) { return Read(r, size, opts...) })
+}
+
+// LoadHeader reads and validates only the header of the safetensors file at
+// path (see ReadHeader), for example to read a checkpoint's metadata before
+// anything is built to load it into. Errors name path.
+func LoadHeader(path string) (Header, error) {
+	f, err := openAndRead(path, func(r io.ReaderAt, size int64) (*File, error) {
+		h, err := ReadHeader(r, size)
+		return &File{Header: h}, err
+	})
+	if err != nil {
+		return Header{}, err
+	}
+	return f.Header, nil
+}
+
+// openAndRead opens path and hands it to read, naming path in errors.
+func openAndRead(path string, read func(r io.ReaderAt, size int64) (*File, error)) (*File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
@@ -123,7 +142,7 @@ func Load(path string, opts ...Option) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	file, err := Read(f, st.Size(), opts...)
+	file, err := read(f, st.Size())
 	if err != nil {
 		var e *Error
 		if !errors.As(err, &e) {

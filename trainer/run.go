@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"time"
 
-	"lgflow/safetensors"
 	"lgflow/tensor"
 )
 
@@ -99,26 +97,6 @@ func (s *State) Run(legacy ...string) (RunState, error) {
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
-// ReadMeta returns the metadata of the safetensors file at path, reading
-// only its header (for example the configuration a checkpoint was written
-// with, before anything is built to load it into).
-func ReadMeta(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	h, err := safetensors.ReadHeader(f, fi.Size())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return h.Metadata, nil
-}
 
 // StepRNG returns the generator of one training step: a pure function of
 // (seed, step), so a resumed run draws the same numbers as an uninterrupted

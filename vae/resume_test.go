@@ -8,6 +8,7 @@ import (
 
 	"lgflow/graph/datasets"
 	"lgflow/nn"
+	"lgflow/safetensors"
 	"lgflow/tensor"
 	"lgflow/trainer"
 )
@@ -42,12 +43,12 @@ func TestResume(t *testing.T) {
 	}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: error %v, want context.Canceled", err)
 	}
-	meta, err := trainer.ReadMeta(filepath.Join(dir, StateFile))
+	h, err := safetensors.LoadHeader(filepath.Join(dir, StateFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if meta[trainer.MetaStep] != "17" {
-		t.Fatalf("checkpoint at step %s, want 17", meta[trainer.MetaStep])
+	if h.Metadata[trainer.MetaStep] != "17" {
+		t.Fatalf("checkpoint at step %s, want 17", h.Metadata[trainer.MetaStep])
 	}
 	var steps []int
 	resumed, err := run(ctx, dir, true, func(p Progress) { steps = append(steps, p.Step); last = p })

@@ -15,6 +15,7 @@ import (
 	"lgflow/graph"
 	"lgflow/nn"
 	"lgflow/optim"
+	"lgflow/safetensors"
 	"lgflow/tensor"
 	"lgflow/trainer"
 )
@@ -397,10 +398,11 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 // reading only the file's header. A resumed run continues with it;
 // train-vae applies the flags a user sets on top.
 func CheckpointConfig(path string) (Preset, error) {
-	meta, err := trainer.ReadMeta(path)
+	h, err := safetensors.LoadHeader(path)
 	if err != nil {
 		return Preset{}, err
 	}
+	meta := h.Metadata
 	if meta[trainer.MetaKind] != "lgflow.vae" {
 		return Preset{}, fmt.Errorf("vae: %s is not an LG-VAE training state (kind %q)", path, meta[trainer.MetaKind])
 	}
