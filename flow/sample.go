@@ -80,8 +80,9 @@ func WithRandomGrid() SampleOption { return func(o *sampleOptions) { o.randomGri
 // and denoiser shape, for example an earlier checkpoint of the same
 // training run; each model keeps its own self-conditioning input. Where
 // both models err alike, the difference points away from their common
-// mistakes, so guidance sharpens samples without the loss of diversity of
-// a lower temperature. It doubles the cost of a step.
+// mistakes. With the shipped planar flow it moves the samples' statistics
+// closer to the data's and leaves fewer of them planar, as more training
+// does (docs/results.md). It doubles the cost of a step.
 func WithGuidance(weak *Model, w float64) SampleOption {
 	return func(o *sampleOptions) { o.guide, o.guideW = weak, w }
 }
@@ -134,7 +135,7 @@ func WithDecodeOptions(opts ...vae.DecodeOption) SampleOption {
 // WithEdgeMargin sets the decoder's edge margin (vae.WithEdgeMargin; default
 // the LG-VAE's Config.EdgeMargin): a larger margin decodes fewer spurious
 // edges and more missing ones, which raises planar validity and lowers the
-// statistics' agreement with the data (docs/results.md, session 5).
+// statistics' agreement with the data (docs/results.md).
 func WithEdgeMargin(m float64) SampleOption { return func(o *sampleOptions) { o.edgeMargin = &m } }
 
 // WithProgress reports the number of graphs finished.
@@ -393,9 +394,7 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 		guided := pred
 		if o.guide != nil && o.guideW != 0 {
 			weak := predict(o.guide.Net, x, t, guideSC)
-			guided = tensor.Sub(nil, pred, weak)
-			tensor.MulScalar(guided, guided, o.guideW)
-			tensor.Add(guided, guided, pred)
+			guided = tensor.AddScaled(nil, pred, tensor.Sub(nil, pred, weak), o.guideW)
 			if m.Cfg.DiT.SelfCond {
 				guideSC = weak
 			}

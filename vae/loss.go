@@ -309,7 +309,7 @@ func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
 	if scores != nil && o.margin != 0 {
 		cls = make([]int32, B*N*N)
 		for p := range cls {
-			cls[p] = int32(meanArgmax(scores[p*C:p*C+C], scores[p*C:p*C+C]))
+			cls[p] = int32(argmaxRow(scores[p*C : p*C+C]))
 		}
 	} else {
 		cls = tensor.Argmax(logits, 1)
@@ -450,6 +450,18 @@ func stdAll(ts ...*tensor.Tensor) float64 {
 }
 
 // meanArgmax returns the argmax of a + b (the first index on ties).
+// argmaxRow returns the index of the largest entry of row (the first on
+// ties).
+func argmaxRow(row []float64) int {
+	best := 0
+	for k, v := range row {
+		if v > row[best] {
+			best = k
+		}
+	}
+	return best
+}
+
 func meanArgmax(a, b []float64) int {
 	best := 0
 	for k := range a {
