@@ -14,7 +14,6 @@ import (
 	"lgflow/graph"
 	"lgflow/nn"
 	"lgflow/optim"
-	"lgflow/safetensors"
 	"lgflow/tensor"
 	"lgflow/trainer"
 	"lgflow/vae"
@@ -299,7 +298,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 
 	var run trainer.RunState
 	statePath, modelPath := "", ""
-	meta := map[string]string{trainer.MetaKind: "lgflow.flow.state", trainer.MetaConfig: trainer.MarshalMeta(cfg)}
+	meta := map[string]string{trainer.MetaKind: stateKind, trainer.MetaConfig: trainer.MarshalMeta(cfg)}
 	if opts.Dir != "" {
 		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 			return nil, err
@@ -462,18 +461,17 @@ func resumable(saved, cfg Config) bool {
 	return saved == cfg
 }
 
+// stateKind is the MetaKind of Train's training states.
+const stateKind = "lgflow.flow.state"
+
 // CheckpointConfig returns the configuration the training state at path
 // (a StateFile written by Train) was written with, reading only the
 // file's header. A resumed run continues with it; train-flow applies the
 // flags a user sets on top.
 func CheckpointConfig(path string) (Config, error) {
-	h, err := safetensors.LoadHeader(path)
+	meta, err := trainer.ReadStateMeta(path, stateKind)
 	if err != nil {
-		return Config{}, err
-	}
-	meta := h.Metadata
-	if meta[trainer.MetaKind] != "lgflow.flow.state" {
-		return Config{}, fmt.Errorf("flow: %s is not an LG-Flow training state (kind %q)", path, meta[trainer.MetaKind])
+		return Config{}, fmt.Errorf("flow: %w", err)
 	}
 	var c Config
 	if err := trainer.UnmarshalMeta(meta, trainer.MetaConfig, &c); err != nil {

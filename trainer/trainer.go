@@ -130,6 +130,21 @@ func LoadState(path string, m nn.Module, opt *optim.AdamW) (*State, error) {
 	return st, nil
 }
 
+// ReadStateMeta returns the metadata of the training state at path, reading
+// only its header, and checks that its MetaKind is kind (for example the
+// configuration a run was written with, read before anything is built to
+// load it into).
+func ReadStateMeta(path, kind string) (map[string]string, error) {
+	h, err := safetensors.LoadHeader(path)
+	if err != nil {
+		return nil, err
+	}
+	if got := h.Metadata[MetaKind]; got != kind {
+		return nil, fmt.Errorf("%s is not a %s checkpoint (kind %q)", path, kind, got)
+	}
+	return h.Metadata, nil
+}
+
 // MarshalMeta JSON-encodes v for a metadata value.
 func MarshalMeta(v any) string {
 	b, err := json.Marshal(v)

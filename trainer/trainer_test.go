@@ -319,3 +319,21 @@ func TestStepperCPU(t *testing.T) {
 		})
 	}
 }
+
+// TestReadStateMeta reads a state's metadata from its header and refuses a
+// checkpoint of another kind.
+func TestReadStateMeta(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.safetensors")
+	m := newNet(1, 4)
+	_, opt := newOpt(t, m)
+	if err := trainer.SaveState(path, m, opt, 3, map[string]string{trainer.MetaKind: "lgflow.test", "note": "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := trainer.ReadStateMeta(path, "lgflow.test")
+	if err != nil || meta["note"] != "x" || meta[trainer.MetaStep] != "3" {
+		t.Fatalf("ReadStateMeta = %v, %v", meta, err)
+	}
+	if _, err := trainer.ReadStateMeta(path, "lgflow.vae"); err == nil || !strings.Contains(err.Error(), `kind "lgflow.test"`) {
+		t.Errorf("wrong kind: error %v", err)
+	}
+}

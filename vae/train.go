@@ -15,7 +15,6 @@ import (
 	"lgflow/graph"
 	"lgflow/nn"
 	"lgflow/optim"
-	"lgflow/safetensors"
 	"lgflow/tensor"
 	"lgflow/trainer"
 )
@@ -398,13 +397,9 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 // reading only the file's header. A resumed run continues with it;
 // train-vae applies the flags a user sets on top.
 func CheckpointConfig(path string) (Preset, error) {
-	h, err := safetensors.LoadHeader(path)
+	meta, err := trainer.ReadStateMeta(path, "lgflow.vae")
 	if err != nil {
-		return Preset{}, err
-	}
-	meta := h.Metadata
-	if meta[trainer.MetaKind] != "lgflow.vae" {
-		return Preset{}, fmt.Errorf("vae: %s is not an LG-VAE training state (kind %q)", path, meta[trainer.MetaKind])
+		return Preset{}, fmt.Errorf("vae: %w", err)
 	}
 	var p Preset
 	if err := trainer.UnmarshalMeta(meta, trainer.MetaConfig, &p.Model); err != nil {

@@ -147,19 +147,16 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	override(&cfg)
 	// A resumed run continues with its checkpoint's configuration; only
 	// the flags given override it.
-	if statePath := filepath.Join(*out, flow.StateFile); *resume && stateExists(statePath) {
-		saved, err := flow.CheckpointConfig(statePath)
-		if err != nil {
-			return err
-		}
+	statePath := filepath.Join(*out, flow.StateFile)
+	cfg, err = resumeConfig(cfg, statePath, *resume, flow.CheckpointConfig, func(saved flow.Config) error {
 		if set["preset"] && cfg.DiT != saved.DiT {
 			return usagef("-preset %s is another denoiser than the one %s was trained with: %s", *preset, statePath,
 				strings.Join(configDiff(saved.DiT, cfg.DiT), ", "))
 		}
-		resumed := saved
-		override(&resumed)
-		reportResume(stderr, statePath, saved, resumed)
-		cfg = resumed
+		return nil
+	}, override)
+	if err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)

@@ -15,10 +15,29 @@ import (
 // the user sets it, and the run lists what it overrides. Presets and flag
 // defaults do not apply to a resumed run.
 
-// stateExists reports whether a resumable state exists at path.
-func stateExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// resumeConfig applies that rule. Without resume, or without a state at
+// path, it returns cfg (the preset with the flags applied). Otherwise it
+// reads the state's configuration, lets check refuse it (an explicit
+// -preset of another architecture), applies override (the flags the user
+// set) to it, lists the differences on stderr and returns the result.
+func resumeConfig[C any](cfg C, path string, resume bool, read func(string) (C, error), check func(saved C) error, override func(*C)) (C, error) {
+	if !resume {
+		return cfg, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return cfg, nil
+	}
+	saved, err := read(path)
+	if err != nil {
+		return cfg, err
+	}
+	if err := check(saved); err != nil {
+		return cfg, err
+	}
+	resumed := saved
+	override(&resumed)
+	reportResume(stderr, path, saved, resumed)
+	return resumed, nil
 }
 
 // configDiff lists the fields in which b differs from a, both structs

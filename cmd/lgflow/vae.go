@@ -175,22 +175,21 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	// A resumed run continues with its checkpoint's configuration; only
 	// the flags given override it.
-	if statePath := filepath.Join(*out, vae.StateFile); *resume && stateExists(statePath) {
-		saved, err := vae.CheckpointConfig(statePath)
-		if err != nil {
-			return err
-		}
+	statePath := filepath.Join(*out, vae.StateFile)
+	p, err = resumeConfig(p, statePath, *resume, vae.CheckpointConfig, func(saved vae.Preset) error {
 		if set["preset"] && p.Model != saved.Model {
 			return usagef("-preset %s (with the model flags given) is another model than the one %s was trained with: %s", *preset, statePath,
 				strings.Join(configDiff(saved.Model, p.Model), ", "))
 		}
-		resumed := saved
-		mf.apply(&resumed)
+		return nil
+	}, func(r *vae.Preset) {
+		mf.apply(r)
 		if set["seed"] {
-			resumed.Train.Seed = *seed
+			r.Train.Seed = *seed
 		}
-		reportResume(stderr, statePath, saved, resumed)
-		p = resumed
+	})
+	if err != nil {
+		return err
 	}
 	if err := p.Model.Validate(); err != nil {
 		return usagef("%v", err)
