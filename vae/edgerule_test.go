@@ -1,7 +1,9 @@
 package vae
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"testing"
 
 	"lgflow/autograd"
@@ -116,6 +118,59 @@ func TestEdgeConstraint(t *testing.T) {
 		}
 		if graph.FormatGraph6(g) != graph.FormatGraph6(want) {
 			t.Errorf("%s: edges %v, want %v", tc.name, g.Edges(), tc.want)
+		}
+	}
+}
+
+// TestEdgeConstraintGreedy checks that constrained decoding, which tries
+// runs of edges together, keeps exactly the edges of the one-edge-at-a-time
+// rule (most confident first, each kept if the property still holds), for a
+// hereditary property (maximum degree 2) on random scores.
+func TestEdgeConstraintGreedy(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 1}}
+	r := tensor.NewRNG(4)
+	const n = 9
+	maxDeg2 := func(g *graph.Graph) bool {
+		for i := range g.N() {
+			if g.Degree(i) > 2 {
+				return false
+			}
+		}
+		return true
+	}
+	for trial := range 20 {
+		lg := tensor.New(tensor.Float32, 1, n, n, 2)
+		for i := range n {
+			for j := range n {
+				lg.Set(r.Normal()+0.5, 0, i, j, 1) // mostly edges
+			}
+		}
+		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}
+		got := m.graphs(dec, decodeOptions{keep: maxDeg2})[0]
+		// The one-at-a-time rule on the unconstrained graph's edges.
+		full := m.graphs(dec, decodeOptions{})[0]
+		type scored struct {
+			u, v int
+			s    float64
+		}
+		var es []scored
+		for _, e := range full.Edges() {
+			s := max(lg.At(0, e.From, e.To, 1)-lg.At(0, e.From, e.To, 0), lg.At(0, e.To, e.From, 1)-lg.At(0, e.To, e.From, 0))
+			es = append(es, scored{e.From, e.To, s})
+		}
+		slices.SortStableFunc(es, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
+		want := graph.New(n)
+		for _, e := range es {
+			want.AddEdge(e.u, e.v)
+			if !maxDeg2(want) {
+				want.RemoveEdge(e.u, e.v)
+			}
+		}
+		if graph.FormatGraph6(got) != graph.FormatGraph6(want) {
+			t.Fatalf("trial %d: edges %v, want %v", trial, got.Edges(), want.Edges())
+		}
+		if maxDeg2(full) {
+			t.Fatalf("trial %d: the unconstrained graph already has degree <= 2: the check is vacuous", trial)
 		}
 	}
 }

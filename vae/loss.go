@@ -424,13 +424,29 @@ func (m *Model) constrain(h *graph.Graph, lg []float64, base, N int, o decodeOpt
 		out = graph.New(h.N())
 	}
 	out.NodeLabels = h.NodeLabels
-	for _, k := range order {
-		e := edges[k]
-		out.AddLabeledEdge(e.From, e.To, h.EdgeLabel(e.From, e.To))
-		if !o.keep(out) {
-			out.RemoveEdge(e.From, e.To)
+	// Adding the edges one at a time, each kept only if keep still holds,
+	// costs a test per edge. As keep survives removing edges, a run of
+	// edges that keeps it when added together is exactly what the one-at-a-
+	// time rule keeps of it, so runs are tried whole and split only when
+	// they fail: the same graph with a test per rejected edge and level.
+	var add func(run []int)
+	add = func(run []int) {
+		for _, k := range run {
+			e := edges[k]
+			out.AddLabeledEdge(e.From, e.To, h.EdgeLabel(e.From, e.To))
+		}
+		if o.keep(out) {
+			return
+		}
+		for _, k := range run {
+			out.RemoveEdge(edges[k].From, edges[k].To)
+		}
+		if len(run) > 1 {
+			add(run[:len(run)/2])
+			add(run[len(run)/2:])
 		}
 	}
+	add(order)
 	return out
 }
 
