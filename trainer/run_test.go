@@ -206,11 +206,14 @@ func TestRunStops(t *testing.T) {
 	}
 
 	l = base
-	l.MaxDuration = 20 * time.Millisecond
-	l.Step = func(int, []int, *tensor.RNG) error { time.Sleep(10 * time.Millisecond); return nil }
+	// Steps of 20 ms under a 50 ms limit: the run stops long before its
+	// 100 steps (a loaded machine may even stop it before the first) and
+	// checkpoints where it stopped.
+	l.MaxDuration = 50 * time.Millisecond
+	l.Step = func(int, []int, *tensor.RNG) error { time.Sleep(20 * time.Millisecond); return nil }
 	checkpoints = nil
 	st, err = trainer.Run(context.Background(), trainer.RunState{Step: 10}, l)
-	if err != nil || st.Step <= 10 || st.Step >= 100 || !slices.Equal(checkpoints, []int{st.Step}) {
+	if err != nil || st.Step < 10 || st.Step >= 60 || !slices.Equal(checkpoints, []int{st.Step}) {
 		t.Errorf("time limit: state %+v, error %v, checkpoints %v", st, err, checkpoints)
 	}
 
