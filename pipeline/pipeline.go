@@ -66,7 +66,9 @@ type Options struct {
 	EdgeMargin *float64
 	// Constrained decodes with the dataset's Spec.Constraint
 	// (vae.WithEdgeConstraint): planarity or acyclicity enforced while
-	// decoding, which the paper's sampler does not do; the report says so.
+	// decoding, or spanning trees (vae.WithSpanningTree) where
+	// Spec.SpanningTree says so; the paper's sampler does neither, and the
+	// report says so.
 	Constrained bool
 	Temperature float64
 	FinalJump   float64
@@ -105,7 +107,11 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 		if spec.Constraint == nil {
 			return nil, fmt.Errorf("pipeline: %s has no constraint to decode with", spec.Name)
 		}
-		opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeConstraint(spec.Constraint)))
+		if spec.SpanningTree {
+			opts = append(opts, flow.WithDecodeOptions(vae.WithSpanningTree()))
+		} else {
+			opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeConstraint(spec.Constraint)))
+		}
 	}
 	if o.Temperature > 0 {
 		opts = append(opts, flow.WithTemperature(o.Temperature))

@@ -388,8 +388,8 @@ func TestSpecConstraints(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if spec.Constraint == nil {
-			t.Fatalf("%s: no constraint", name)
+		if spec.Constraint == nil || spec.ConstraintName == "" {
+			t.Fatalf("%s: no constraint, or no name for it", name)
 		}
 		gs, err := datasets.Load(context.Background(), name, "test", datasets.Options{Splits: datasets.Splits{Train: 1, Val: 1, Test: 4}})
 		if err != nil {

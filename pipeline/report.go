@@ -82,7 +82,7 @@ func newReport(spec Spec, o Options, n int) *Report {
 		EdgeMargin: o.EdgeMargin, Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
 		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained}
 	if o.Constrained {
-		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint (planarity or acyclicity), which the paper's sampler does not do; validity is then partly by construction")
+		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint ("+spec.ConstraintName+"), which the paper's sampler does not do; validity is then partly by construction")
 	}
 	if o.EdgeRule != "" {
 		if rule, err := vae.ParseEdgeRule(o.EdgeRule); err == nil {

@@ -174,3 +174,137 @@ func TestEdgeConstraintGreedy(t *testing.T) {
 		}
 	}
 }
+
+// TestSpanningTree checks the spanning-tree decoder on hand-made logits:
+// cycles lose their least confident edge, components are joined by the
+// most confident missing pair, trees are unchanged, labels follow the
+// combined logits.
+func TestSpanningTree(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 2}}
+	// Edge-minus-no-edge scores per ordered pair (class 1 unless listed in
+	// class2); pairs not listed score -5.
+	for _, tc := range []struct {
+		name   string
+		n      int
+		score  map[[2]int]float64
+		class2 map[[2]int]bool
+		rule   EdgeRule
+		want   [][3]int // u, v, label
+	}{
+		{"already a tree", 3, map[[2]int]float64{{0, 1}: 1, {1, 2}: 1}, nil, EitherDirection, [][3]int{{0, 1, 0}, {1, 2, 0}}},
+		// The triangle 0-1-2 loses {0,2} (or rule: max(-2, 1) = 1, the
+		// least confident), and 3 joins at its best pair.
+		{"cycle and a lone node", 4, map[[2]int]float64{{0, 1}: 3, {1, 0}: -1, {1, 2}: 2, {2, 1}: 2, {0, 2}: -2, {2, 0}: 1, {3, 1}: -0.5, {3, 0}: -1}, nil, EitherDirection,
+			[][3]int{{0, 1, 0}, {1, 2, 0}, {1, 3, 0}}},
+		// The and rule takes the smaller direction: {0,2} scores -2, so 2
+		// joins through {1,2} and 3 through {0,3} (-1 beats {1,3} at -5).
+		{"and rule", 4, map[[2]int]float64{{0, 1}: 3, {1, 0}: 3, {1, 2}: 0.5, {2, 1}: -0.5, {0, 2}: -2, {2, 0}: 1, {0, 3}: -1, {3, 0}: -1}, nil, BothDirections,
+			[][3]int{{0, 1, 0}, {1, 2, 0}, {0, 3, 0}}},
+		{"labels", 3, map[[2]int]float64{{0, 1}: 1, {1, 0}: 1, {1, 2}: 1, {2, 1}: 1}, map[[2]int]bool{{1, 2}: true, {2, 1}: true}, EitherDirection,
+			[][3]int{{0, 1, 0}, {1, 2, 1}}},
+		{"no edges", 3, nil, nil, EitherDirection, [][3]int{{0, 1, 0}, {0, 2, 0}}},
+	} {
+		lg := tensor.New(tensor.Float32, 1, tc.n, tc.n, 3)
+		for i := range tc.n {
+			for j := range tc.n {
+				s, ok := tc.score[[2]int{i, j}]
+				if !ok {
+					s = -5
+				}
+				c := 1
+				if tc.class2[[2]int{i, j}] {
+					c = 2
+				}
+				lg.Set(s, 0, i, j, c)
+				lg.Set(s-1, 0, i, j, 3-c)
+			}
+		}
+		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{tc.n}, N: tc.n}
+		g := m.graphs(dec, decodeOptions{tree: true, rule: tc.rule})[0]
+		want := graph.New(tc.n)
+		for _, e := range tc.want {
+			want.AddLabeledEdge(e[0], e[1], e[2])
+		}
+		if graph.FormatGraph6(g) != graph.FormatGraph6(want) {
+			t.Errorf("%s: edges %v, want %v", tc.name, g.Edges(), tc.want)
+			continue
+		}
+		for _, e := range tc.want {
+			if l := g.EdgeLabel(e[0], e[1]); l != e[2] {
+				t.Errorf("%s: edge {%d,%d} label %d, want %d", tc.name, e[0], e[1], l, e[2])
+			}
+		}
+	}
+}
+
+// TestSpanningTreeMaximum checks on random logits that the decoded tree
+// has the largest total confidence of all spanning trees (against Prim's
+// algorithm on the complete graph).
+func TestSpanningTreeMaximum(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 1}}
+	r := tensor.NewRNG(9)
+	const n = 12
+	for trial := range 20 {
+		lg := tensor.New(tensor.Float32, 1, n, n, 2)
+		for i := range n {
+			for j := range n {
+				lg.Set(r.Normal()-1.5, 0, i, j, 1) // a sparse, mostly disconnected decode
+			}
+		}
+		conf := func(i, j int) float64 {
+			return max(lg.At(0, i, j, 1)-lg.At(0, i, j, 0), lg.At(0, j, i, 1)-lg.At(0, j, i, 0))
+		}
+		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}
+		g := m.graphs(dec, decodeOptions{tree: true})[0]
+		if !graph.IsTree(g) {
+			t.Fatalf("trial %d: not a tree: %v", trial, g.Edges())
+		}
+		var got float64
+		for _, e := range g.Edges() {
+			got += conf(e.From, e.To)
+		}
+		// Prim.
+		in := make([]bool, n)
+		best := make([]float64, n)
+		for i := range best {
+			best[i] = math.Inf(-1)
+		}
+		best[0] = 0
+		var want float64
+		for range n {
+			u := -1
+			for v := range n {
+				if !in[v] && (u < 0 || best[v] > best[u]) {
+					u = v
+				}
+			}
+			in[u] = true
+			want += best[u]
+			for v := range n {
+				if !in[v] {
+					best[v] = max(best[v], conf(u, v))
+				}
+			}
+		}
+		if math.Abs(got-want) > 1e-9 {
+			t.Fatalf("trial %d: tree confidence %v, maximum %v", trial, got, want)
+		}
+		if plain := m.graphs(dec, decodeOptions{})[0]; graph.IsTree(plain) {
+			t.Fatalf("trial %d: the plain decode is already a tree: the check is vacuous", trial)
+		}
+	}
+}
+
+func TestSpanningTreeRefused(t *testing.T) {
+	dir := &Model{Cfg: Config{EdgeClasses: 1, Directed: true}}
+	if _, err := dir.decodeOptions([]DecodeOption{WithSpanningTree()}); err == nil {
+		t.Error("directed model accepted WithSpanningTree")
+	}
+	und := &Model{Cfg: Config{EdgeClasses: 1}}
+	if _, err := und.decodeOptions([]DecodeOption{WithSpanningTree(), WithEdgeConstraint(graph.IsForest)}); err == nil {
+		t.Error("WithSpanningTree with WithEdgeConstraint accepted")
+	}
+	if _, err := und.decodeOptions([]DecodeOption{WithSpanningTree()}); err != nil {
+		t.Errorf("undirected model: %v", err)
+	}
+}

@@ -175,9 +175,10 @@ type Accuracy struct {
 	// GraphsExact and Graphs count graphs reconstructed exactly: every
 	// ordered pair and every node label right (the paper's sample accuracy).
 	GraphsExact, Graphs int
-	// GraphsDecoded counts graphs whose decoded graph (for undirected
-	// models the OR of the (i, j) and (j, i) decisions, as sampling returns
-	// it) equals the input graph, labels included.
+	// GraphsDecoded counts graphs whose decoded graph (as sampling returns
+	// it: by default, for undirected models, the OR of the (i, j) and
+	// (j, i) decisions; ReconstructLatents applies its decode options)
+	// equals the input graph, labels included.
 	GraphsDecoded int
 }
 
@@ -373,6 +374,12 @@ func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
 			}
 			h = m.constrain(h, lg, g*N*N, N, o)
 		}
+		if o.tree && !graph.IsTree(h) {
+			if lg == nil {
+				lg = logits.To(tensor.Float64).Data64()
+			}
+			h = m.spanningTree(h, lg, g*N*N, N, o)
+		}
 		out[g] = h
 	}
 	return out
@@ -386,31 +393,10 @@ func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
 // MeanLogits); lg holds the batch's logits (rows of C per ordered pair) and
 // base is the row of h's first pair.
 func (m *Model) constrain(h *graph.Graph, lg []float64, base, N int, o decodeOptions) *graph.Graph {
-	C := m.Cfg.EdgeClasses + 1
-	conf := func(i, j int) float64 {
-		row := lg[(base+i*N+j)*C : (base+i*N+j)*C+C]
-		best := math.Inf(-1)
-		for _, v := range row[1:] {
-			best = max(best, v)
-		}
-		return best - row[0]
-	}
 	edges := h.Edges()
 	score := make([]float64, len(edges))
 	for k, e := range edges {
-		a := conf(e.From, e.To)
-		if !m.Cfg.Directed {
-			b := conf(e.To, e.From)
-			switch o.rule {
-			case EitherDirection:
-				a = max(a, b)
-			case BothDirections:
-				a = min(a, b)
-			case MeanLogits:
-				a = (a + b) / 2
-			}
-		}
-		score[k] = a
+		score[k] = m.pairConfidence(lg, base, N, e.From, e.To, o.rule)
 	}
 	order := make([]int, len(edges))
 	for k := range order {
@@ -450,6 +436,103 @@ func (m *Model) constrain(h *graph.Graph, lg []float64, base, N int, o decodeOpt
 	return out
 }
 
+// pairConfidence returns how strongly the logits lg (rows of C per ordered
+// pair, the graph's first pair at row base, N nodes per padded row) predict
+// an edge from i to j: the best edge class's logit minus the no-edge logit,
+// for undirected models combined with (j, i)'s as rule says (the larger for
+// EitherDirection, the smaller for BothDirections, the mean for
+// MeanLogits).
+func (m *Model) pairConfidence(lg []float64, base, N, i, j int, rule EdgeRule) float64 {
+	C := m.Cfg.EdgeClasses + 1
+	conf := func(i, j int) float64 {
+		row := lg[(base+i*N+j)*C : (base+i*N+j)*C+C]
+		best := math.Inf(-1)
+		for _, v := range row[1:] {
+			best = max(best, v)
+		}
+		return best - row[0]
+	}
+	a := conf(i, j)
+	if m.Cfg.Directed {
+		return a
+	}
+	b := conf(j, i)
+	switch rule {
+	case BothDirections:
+		return min(a, b)
+	case MeanLogits:
+		return (a + b) / 2
+	default:
+		return max(a, b)
+	}
+}
+
+// spanningTree returns the spanning tree of maximum total confidence
+// (pairConfidence) over all pairs of h's nodes, by Kruskal's algorithm;
+// lg, base and N are as for constrain. h's own edges are the pairs of
+// positive confidence (under the margin and rule h was decoded with) and
+// so come first. An edge's label is the edge class with the largest sum of
+// the two directions' logits.
+func (m *Model) spanningTree(h *graph.Graph, lg []float64, base, N int, o decodeOptions) *graph.Graph {
+	n := h.N()
+	C := m.Cfg.EdgeClasses + 1
+	type pair struct {
+		i, j  int32
+		own   bool // a decoded edge of h
+		score float64
+	}
+	pairs := make([]pair, 0, n*(n-1)/2)
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			pairs = append(pairs, pair{int32(i), int32(j), h.HasEdge(i, j), m.pairConfidence(lg, base, N, i, j, o.rule)})
+		}
+	}
+	// The decoder's own edges ahead of every pair it left out (whatever
+	// the margin), then most confident first.
+	slices.SortStableFunc(pairs, func(x, y pair) int {
+		if x.own != y.own {
+			if x.own {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(y.score, x.score)
+	})
+	parent := make([]int32, n)
+	for i := range parent {
+		parent[i] = int32(i)
+	}
+	find := func(x int32) int32 {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	out := graph.New(n)
+	out.NodeLabels = h.NodeLabels
+	for _, p := range pairs {
+		if out.M() == n-1 {
+			break
+		}
+		a, b := find(p.i), find(p.j)
+		if a == b {
+			continue
+		}
+		parent[a] = b
+		ij := lg[(base+int(p.i)*N+int(p.j))*C:][:C]
+		ji := lg[(base+int(p.j)*N+int(p.i))*C:][:C]
+		best := 1
+		for k := 2; k < C; k++ {
+			if ij[k]+ji[k] > ij[best]+ji[best] {
+				best = k
+			}
+		}
+		out.AddLabeledEdge(int(p.i), int(p.j), best-1)
+	}
+	return out
+}
+
 // stdAll returns the standard deviation of all entries of the tensors ts
 // (0 when they hold none).
 func stdAll(ts ...*tensor.Tensor) float64 {
@@ -465,7 +548,6 @@ func stdAll(ts ...*tensor.Tensor) float64 {
 	return math.Sqrt(max(sum2/n-(sum/n)*(sum/n), 0))
 }
 
-// meanArgmax returns the argmax of a + b (the first index on ties).
 // argmaxRow returns the index of the largest entry of row (the first on
 // ties).
 func argmaxRow(row []float64) int {
@@ -478,6 +560,7 @@ func argmaxRow(row []float64) int {
 	return best
 }
 
+// meanArgmax returns the argmax of a + b (the first index on ties).
 func meanArgmax(a, b []float64) int {
 	best := 0
 	for k := range a {

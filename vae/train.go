@@ -285,15 +285,16 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 // Reconstruct encodes every graph of d with z = mu and decodes it in
 // evaluation mode (Eval), returning edge, node and whole-graph accuracy.
 func Reconstruct(ctx context.Context, m *Model, d *Dataset, batch int) (Accuracy, error) {
-	acc, _, err := reconstruct(ctx, m, d, batch, nil, decodeOptions{}, false)
+	acc, _, err := reconstruct(ctx, m, d, batch, nil, decodeOptions{margin: m.Cfg.EdgeMargin}, false)
 	return acc, err
 }
 
 // ReconstructLatents decodes latents, one (N_i, Latent) tensor per graph of
 // d as EncodeGraphs returns them (possibly changed, e.g. by
 // AddLatentNoise), and returns the accuracy against d's graphs and the
-// decoded graphs (undirected edges by the WithEdgeRule option; the
-// accuracy's Decoded figure always uses EitherDirection).
+// decoded graphs. The decode options (edge rule, margin, constraint) shape
+// the decoded graphs and so the accuracy's Decoded figure; the edge,
+// node and sample accuracies are those of the decoder's argmax.
 func ReconstructLatents(ctx context.Context, m *Model, d *Dataset, batch int, latents []*tensor.Tensor, opts ...DecodeOption) (Accuracy, []*graph.Graph, error) {
 	if len(latents) != len(d.Graphs) {
 		return Accuracy{}, nil, fmt.Errorf("vae: %d latents for %d graphs", len(latents), len(d.Graphs))
@@ -325,7 +326,7 @@ func ReconstructNoisy(ctx context.Context, m *Model, d *Dataset, batch int, sigm
 	if err != nil {
 		return Accuracy{}, 0, err
 	}
-	acc, _, err := reconstruct(ctx, m, d, batch, lat, decodeOptions{}, false)
+	acc, _, err := reconstruct(ctx, m, d, batch, lat, decodeOptions{margin: m.Cfg.EdgeMargin}, false)
 	return acc, s, err
 }
 
@@ -373,17 +374,13 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 		}
 		dec := m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
 		a := accuracy(dec, b)
-		def := decodeOptions{margin: m.Cfg.EdgeMargin}
-		decoded := m.graphs(dec, def)
+		decoded := m.graphs(dec, o)
 		for i, g := range decoded {
 			if sameGraph(g, b.Graphs[i]) {
 				a.GraphsDecoded++
 			}
 		}
 		if keep {
-			if o.rule != def.rule || o.margin != def.margin || o.keep != nil {
-				decoded = m.graphs(dec, o)
-			}
 			out = append(out, decoded...)
 		}
 		acc.Add(a)

@@ -47,6 +47,7 @@ func TestBadInput(t *testing.T) {
 		{"sample: bad -n", []string{"sample", "-vae", v, "-flow", f, "-n", "-3"}, 1, "-3"},
 		{"recon: no -dataset", []string{"recon", "-vae", v}, 2, "need -vae and -dataset"},
 		{"recon: negative noise", []string{"recon", "-vae", v, "-dataset", "tree", "-noise", "-1"}, 2, "-noise must be >= 0"},
+		{"recon: unknown constraint", []string{"recon", "-vae", v, "-dataset", "tree", "-constraint", "chordal"}, 2, `-constraint "chordal"`},
 		{"recon: missing LG-VAE", []string{"recon", "-vae", missing, "-dataset", "tree"}, 1, missing},
 		{"mol: no -i", []string{"mol"}, 2, "-i is required"},
 		{"mol: missing input", []string{"mol", "-i", filepath.Join(dir, "none.smi")}, 1, "none.smi"},

@@ -216,7 +216,7 @@ func runSample(ctx context.Context, args []string) error {
 	method := fs.String("method", "", "integrator: euler or heun (default: flow.Sample's)")
 	edgeRule := fs.String("edge-rule", "", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one (default: flow.Sample's)")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own; 0: the argmax; larger: fewer spurious edges)")
-	constraint := fs.String("constraint", "", "decode under a constraint, valid by construction there (not the paper's sampler): planar, forest or dag")
+	constraint := fs.String("constraint", "", constraintUsage)
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
@@ -255,11 +255,11 @@ func runSample(ctx context.Context, args []string) error {
 		opts = append(opts, flow.WithEdgeMargin(*edgeMargin))
 	}
 	if *constraint != "" {
-		keep, ok := map[string]func(*graph.Graph) bool{"planar": planar.IsPlanar, "forest": graph.IsForest, "dag": graph.IsDAG}[*constraint]
-		if !ok {
-			return usagef("-constraint %q: want planar, forest or dag", *constraint)
+		o, err := constraintOption(*constraint)
+		if err != nil {
+			return err
 		}
-		opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeConstraint(keep)))
+		opts = append(opts, flow.WithDecodeOptions(o))
 	}
 	ae, err := vae.Load(*vaePath)
 	if err != nil {
@@ -283,4 +283,19 @@ func runSample(ctx context.Context, args []string) error {
 		return err
 	}
 	return writeSamples(*out, gs, fmtName, enc)
+}
+
+// constraintUsage documents -constraint (sample, recon).
+const constraintUsage = "decode under a constraint, valid by construction there (not the paper's sampler): planar, forest, tree (maximum-confidence spanning trees) or dag"
+
+// constraintOption returns the decode option of a -constraint name.
+func constraintOption(name string) (vae.DecodeOption, error) {
+	if name == "tree" {
+		return vae.WithSpanningTree(), nil
+	}
+	keep, ok := map[string]func(*graph.Graph) bool{"planar": planar.IsPlanar, "forest": graph.IsForest, "dag": graph.IsDAG}[name]
+	if !ok {
+		return nil, usagef("-constraint %q: want planar, forest, tree or dag", name)
+	}
+	return vae.WithEdgeConstraint(keep), nil
 }

@@ -257,8 +257,9 @@ func runRecon(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 64, "batch size")
 	noise := fs.Float64("noise", 0, "add Gaussian noise of this many latent standard deviations before decoding (decoder robustness)")
 	seed := fs.Uint64("seed", 0, "seed of the -noise draws")
-	edgeRule := fs.String("edge-rule", "or", "decoding of undirected edges for the validity figure: or, and, mean")
-	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the validity figure (default: the LG-VAE's own; 0: the argmax)")
+	edgeRule := fs.String("edge-rule", "or", "decoding of undirected edges for the decoded-exact and validity figures: or, and, mean")
+	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the decoded-exact and validity figures (default: the LG-VAE's own; 0: the argmax)")
+	constraint := fs.String("constraint", "", "for the decoded-exact and validity figures: "+constraintUsage)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -267,6 +268,13 @@ func runRecon(ctx context.Context, args []string) error {
 		return usagef("%v", err)
 	}
 	decodeOpts := []vae.DecodeOption{vae.WithEdgeRule(rule)}
+	if *constraint != "" {
+		o, err := constraintOption(*constraint)
+		if err != nil {
+			return err
+		}
+		decodeOpts = append(decodeOpts, o)
+	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "edge-margin" {
 			decodeOpts = append(decodeOpts, vae.WithEdgeMargin(*edgeMargin))
@@ -313,11 +321,17 @@ func runRecon(ctx context.Context, args []string) error {
 		if valid >= 0 {
 			out["valid"], out["edge_rule"] = valid, rule.String()
 		}
+		if *constraint != "" {
+			out["constraint"] = *constraint
+		}
 		return json.NewEncoder(stdout).Encode(out)
 	}
 	how := ""
 	if *noise > 0 {
 		how = fmt.Sprintf(" with noise %g x latent std %.4g", *noise, scale)
+	}
+	if *constraint != "" {
+		how += ", decoded under the " + *constraint + " constraint"
 	}
 	fmt.Fprintf(stdout, "%s %s (%d graphs)%s: edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f (decoded graph exact: %.4f)",
 		*name, *split, acc.Graphs, how, acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded())
