@@ -714,3 +714,42 @@ func TestTrainErrors(t *testing.T) {
 		t.Errorf("cancelled EncodeLatents: error %v", err)
 	}
 }
+
+// TestTrainInit checks that TrainOptions.Init starts the denoiser (and its
+// EMA) from another flow's weights, and refuses another architecture.
+func TestTrainInit(t *testing.T) {
+	f := getFixture(t)
+	ctx := context.Background()
+	cfg := f.cfg
+	cfg.Steps, cfg.LR, cfg.ValEvery = 1, 1e-12, 0
+	maxDiff := func(a, b *flow.Model) float64 {
+		sa, sb := nn.StateDict(a.Net), nn.StateDict(b.Net)
+		d := 0.0
+		for k, v := range sa {
+			x, y := v.To(tensor.Float64).Data64(), sb[k].To(tensor.Float64).Data64()
+			for i := range x {
+				d = max(d, math.Abs(x[i]-y[i]))
+			}
+		}
+		return d
+	}
+	fresh, err := flow.Train(ctx, cfg, f.ae, f.data, f.lat, flow.TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff(fresh, f.model); d < 1e-3 {
+		t.Fatalf("a fresh 1-step flow is within %g of the trained fixture: the check is vacuous", d)
+	}
+	warm, err := flow.Train(ctx, cfg, f.ae, f.data, f.lat, flow.TrainOptions{Init: f.model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := maxDiff(warm, f.model); d > 1e-6 {
+		t.Errorf("started from the fixture's weights, one step at lr 1e-12 moved them by %g", d)
+	}
+	other := cfg
+	other.DiT.Depth++
+	if _, err := flow.Train(ctx, other, f.ae, f.data, f.lat, flow.TrainOptions{Init: f.model}); err == nil || !strings.Contains(err.Error(), "initial denoiser") {
+		t.Errorf("Init of another depth: error %v", err)
+	}
+}

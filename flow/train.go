@@ -126,6 +126,13 @@ type TrainOptions struct {
 	// state.safetensors (resumable). Empty: nothing is written.
 	Dir    string
 	Resume bool
+	// Init, when not nil, supplies the denoiser's starting weights (and
+	// the EMA's): those of a flow with the same DiT configuration trained
+	// elsewhere, for example on smaller graphs of the same family or in
+	// the latent space of the autoencoder this one's was fine-tuned from.
+	// Only its denoiser is used: the latent scale and node counts come
+	// from this training set. A resumed state takes precedence.
+	Init *Model
 	// Score rates validation samples (higher is better, e.g. the fraction
 	// of valid graphs); nil disables validation-based selection and the
 	// last model is kept.
@@ -270,6 +277,14 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	net, err := dit.New(cfg.DiT, tensor.NewRNG(cfg.Seed))
 	if err != nil {
 		return nil, err
+	}
+	if opts.Init != nil {
+		if opts.Init.Cfg.DiT != cfg.DiT {
+			return nil, fmt.Errorf("flow: the initial denoiser is %+v, this flow's %+v", opts.Init.Cfg.DiT, cfg.DiT)
+		}
+		if err := nn.LoadStateDict(net, nn.StateDict(opts.Init.Net)); err != nil {
+			return nil, fmt.Errorf("flow: initial weights: %w", err)
+		}
 	}
 	if be := opts.Backend; be != nil && be != tensor.CPU {
 		if err := nn.ToBackend(net, be); err != nil {

@@ -38,6 +38,8 @@ func TestBadInput(t *testing.T) {
 		{"train-flow: no -vae", []string{"train-flow", "-dataset", "tree", "-out", out}, 2, "need -vae, -dataset and -out"},
 		{"train-flow: missing LG-VAE", []string{"train-flow", "-vae", missing, "-dataset", "tree", "-out", out}, 1, missing},
 		{"train-flow: flow as LG-VAE", []string{"train-flow", "-vae", f, "-dataset", "tree", "-out", out}, 1, "not an LG-VAE checkpoint"},
+		{"train-flow: -init-vae alone", []string{"train-flow", "-vae", v, "-dataset", "tree", "-init-vae", v, "-out", out}, 2, "-init-vae needs -init"},
+		{"train-flow: missing -init", []string{"train-flow", "-vae", v, "-dataset", "tree", "-init", missing, "-out", out}, 1, missing},
 		{"train-flow: unknown preset", []string{"train-flow", "-vae", v, "-dataset", "tree", "-preset", "XL", "-out", out}, 2, "XL"},
 		{"sample: no -flow", []string{"sample", "-vae", v}, 2, "need -vae and -flow"},
 		{"sample: unknown format", []string{"sample", "-vae", v, "-flow", f, "-format", "sdf"}, 2, "unknown format"},

@@ -78,6 +78,8 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	preset := fs.String("preset", "cpu", "preset: cpu (a small DiT for two cores, sized for the dataset), paper (the reference's DiT, batch and steps for the dataset), or the DiT sizes T, S, B (or tiny)")
 	out := fs.String("out", "", "output directory (flow.safetensors: best; last.safetensors: latest EMA; state.safetensors)")
 	resume := fs.Bool("resume", false, "continue from OUT/state.safetensors")
+	initPath := fs.String("init", "", "start from this flow's denoiser weights (same DiT; e.g. a flow for smaller graphs of the dataset, or in the space of the LG-VAE -vae was fine-tuned from)")
+	initVAE := fs.String("init-vae", "", "with -init: the LG-VAE that flow was trained with (default: -vae)")
 	seed := fs.Uint64("seed", 0, "seed")
 	dataSeed := fs.Uint64("data-seed", 0, "seed of the synthetic dataset")
 	dataDir := fs.String("data", "", "data directory (default ../shared/data)")
@@ -161,6 +163,14 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
+	var init *flow.Model
+	if *initPath != "" {
+		if init, err = initDenoiser(*initPath, *initVAE, ae); err != nil {
+			return err
+		}
+	} else if *initVAE != "" {
+		return usagef("-init-vae needs -init")
+	}
 	train, err := loadPrepared(ctx, *name, *trainSplit, *dataDir, *dataSeed, 0, ae.Cfg)
 	if err != nil {
 		return err
@@ -169,7 +179,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Score: validityScore(*name), Backend: backend,
+	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Init: init, Score: validityScore(*name), Backend: backend,
 		LogEvery: *logEvery, MaxDuration: *maxTime,
 		Progress: func(p flow.Progress) {
 			line := fmt.Sprintf("step %6d/%d  loss %.4f  %.2f steps/s  elapsed %s  eta %s", p.Step, p.Steps, p.Loss, p.StepsPerSecond,
@@ -183,6 +193,22 @@ func runTrainFlow(ctx context.Context, args []string) error {
 		fmt.Fprintf(stderr, "interrupted; resume with -resume (state in %s)\n", filepath.Join(*out, flow.StateFile))
 	}
 	return err
+}
+
+// initDenoiser loads the flow at path, bound to the LG-VAE at vaePath (ae
+// when empty), for its denoiser's weights.
+func initDenoiser(path, vaePath string, ae *vae.Model) (*flow.Model, error) {
+	if vaePath != "" {
+		var err error
+		if ae, err = vae.Load(vaePath); err != nil {
+			return nil, err
+		}
+	}
+	m, err := flow.Load(path, ae)
+	if err != nil {
+		return nil, fmt.Errorf("-init: %w", err)
+	}
+	return m, nil
 }
 
 // selectTraining returns the backend of a training command's -device flag.
