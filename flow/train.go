@@ -387,7 +387,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	loop := trainer.Loop{
 		Seed: cfg.Seed, BatchSeed: cfg.Seed ^ 0xf10f10, N: n, BatchSize: cfg.BatchSize,
 		Steps: cfg.Steps, ValEvery: cfg.ValEvery, CheckpointEvery: cfg.CheckpointEvery, LogEvery: opts.LogEvery,
-		MaxDuration: opts.MaxDuration, TiesToLater: true,
+		MaxDuration: opts.MaxDuration, TiesToLater: true, Sizes: nodeCountsIf(cfg.BucketBySize, lat),
 		Step: func(step int, batch []int, r *tensor.RNG) error {
 			x1, mask := lat.batchLatents(batch, m.Scale, cfg.SampleLatents, r)
 			if cfg.Standardize {
@@ -470,9 +470,10 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 func resumable(saved, cfg Config) bool {
 	saved.Steps, saved.ValEvery, saved.ValSamples, saved.ValSteps, saved.CheckpointEvery =
 		cfg.Steps, cfg.ValEvery, cfg.ValSamples, cfg.ValSteps, cfg.CheckpointEvery
-	// The training-time distribution and the noise pairing change only
-	// which paths the next steps train on: a run may switch them.
-	saved.LR, saved.TimeMean, saved.OTCoupling = cfg.LR, cfg.TimeMean, cfg.OTCoupling
+	// The training-time distribution, the noise pairing and the batching
+	// change only which paths the next steps train on: a run may switch
+	// them.
+	saved.LR, saved.TimeMean, saved.OTCoupling, saved.BucketBySize = cfg.LR, cfg.TimeMean, cfg.OTCoupling, cfg.BucketBySize
 	return saved == cfg
 }
 
@@ -493,4 +494,17 @@ func CheckpointConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("flow: %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// nodeCountsIf returns the node counts of the latents' graphs when bucket
+// is set (batches of similar sizes, trainer.Loop.Sizes), else nil.
+func nodeCountsIf(bucket bool, l *Latents) []int {
+	if !bucket {
+		return nil
+	}
+	sizes := make([]int, len(l.Mu))
+	for i, mu := range l.Mu {
+		sizes[i] = mu.Dim(0)
+	}
+	return sizes
 }

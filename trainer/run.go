@@ -1,10 +1,12 @@
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -120,6 +122,40 @@ func BatchOrder(seed uint64, n, batch, step int) []int {
 	return idx
 }
 
+// SizeWindow is the number of batches whose items BatchesBySize sorts by
+// size together: large enough that a batch's items are close in size,
+// small enough that each epoch still mixes sizes across the run.
+const SizeWindow = 32
+
+// BatchesBySize returns one epoch's batches (each of batch indices into a
+// training set whose item i has size sizes[i]) for size-bucketed training:
+// the epoch's random order (as BatchOrder's) is cut into windows of
+// SizeWindow batches, each window is sorted by size and cut into batches,
+// and the batches are visited in a seeded random order. Every item is
+// visited once per epoch as with BatchOrder (the last batch wraps around
+// to the epoch's first items), but a batch holds items of similar size,
+// so padded batches waste little. It is a pure function of (seed, epoch).
+func BatchesBySize(seed uint64, sizes []int, batch, epoch int) [][]int {
+	n := len(sizes)
+	perm := tensor.NewRNG(seed ^ uint64(epoch)*0x2545f4914f6cdd1d).Perm(n)
+	per := max(n/batch, 1)
+	items := make([]int, per*batch)
+	for i := range items {
+		items[i] = perm[i%n]
+	}
+	window := SizeWindow * batch
+	for lo := 0; lo < len(items); lo += window {
+		w := items[lo:min(lo+window, len(items))]
+		slices.SortStableFunc(w, func(a, b int) int { return cmp.Compare(sizes[a], sizes[b]) })
+	}
+	order := tensor.NewRNG(seed ^ uint64(epoch)*0x2545f4914f6cdd1d ^ 0xb0c4e7).Perm(per)
+	out := make([][]int, per)
+	for k, b := range order {
+		out[k] = items[b*batch : (b+1)*batch]
+	}
+	return out
+}
+
 // Status is what Run reports through Loop.Progress.
 type Status struct {
 	Step, Steps int
@@ -141,6 +177,10 @@ type Loop struct {
 	// (BatchOrder) over a training set of N items in batches of BatchSize.
 	Seed, BatchSeed uint64
 	N, BatchSize    int
+	// Sizes, when not nil, holds the N items' sizes (node counts), and
+	// batches group items of similar size (BatchesBySize) instead of
+	// BatchOrder's random ones: less padding, the same epochs.
+	Sizes []int
 	// Steps is the step count to train to.
 	Steps int
 	// ValEvery, CheckpointEvery and LogEvery are the steps between
@@ -186,6 +226,22 @@ func Run(ctx context.Context, st RunState, l Loop) (RunState, error) {
 		return st, fmt.Errorf("trainer: training set of %d items in batches of %d", l.N, l.BatchSize)
 	case st.Step < 0:
 		return st, fmt.Errorf("trainer: negative step %d", st.Step)
+	case l.Sizes != nil && len(l.Sizes) != l.N:
+		return st, fmt.Errorf("trainer: %d sizes for %d items", len(l.Sizes), l.N)
+	}
+	var (
+		epochBatches [][]int
+		batchesEpoch = -1
+	)
+	batchAt := func(step int) []int {
+		if l.Sizes == nil {
+			return BatchOrder(l.BatchSeed, l.N, l.BatchSize, step)
+		}
+		per := max(l.N/l.BatchSize, 1)
+		if e := step / per; e != batchesEpoch {
+			epochBatches, batchesEpoch = BatchesBySize(l.BatchSeed, l.Sizes, l.BatchSize, e), e
+		}
+		return epochBatches[step%per]
 	}
 	logEvery := l.LogEvery
 	if logEvery <= 0 {
@@ -207,7 +263,7 @@ func Run(ctx context.Context, st RunState, l Loop) (RunState, error) {
 			break
 		}
 		r := StepRNG(l.Seed, st.Step)
-		if err := l.Step(st.Step, BatchOrder(l.BatchSeed, l.N, l.BatchSize, st.Step), r); err != nil {
+		if err := l.Step(st.Step, batchAt(st.Step), r); err != nil {
 			return st, fmt.Errorf("step %d: %w", st.Step, err)
 		}
 		st.Step++

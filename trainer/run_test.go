@@ -30,6 +30,7 @@ type toyRun struct {
 	saved  []int           // steps whose model SaveBest wrote
 	steps  []int           // steps Progress reported
 	stopAt int             // cancel after this step (0: never)
+	sizes  []int           // Loop.Sizes (nil: random batches)
 	cancel context.CancelFunc
 }
 
@@ -43,7 +44,7 @@ func (r *toyRun) statePath() string { return filepath.Join(r.dir, "state.safeten
 
 func (r *toyRun) loop(steps int) trainer.Loop {
 	return trainer.Loop{
-		Seed: 7, BatchSeed: 7 ^ 0x55, N: 10, BatchSize: 3, Steps: steps,
+		Seed: 7, BatchSeed: 7 ^ 0x55, N: 10, BatchSize: 3, Steps: steps, Sizes: r.sizes,
 		ValEvery: 2, CheckpointEvery: 5, LogEvery: 1, TiesToLater: true,
 		Step: func(step int, batch []int, rng *tensor.RNG) error {
 			for i, p := range r.ps {
@@ -96,9 +97,19 @@ func toyScores(n int) []trainer.Score {
 // with exactly the weights, optimiser state and best score of an
 // uninterrupted run.
 func TestRunResume(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int
+	}{{"random batches", nil}, {"batches by size", []int{5, 1, 9, 3, 3, 7, 2, 8, 6, 4}}} {
+		t.Run(tc.name, func(t *testing.T) { testRunResume(t, tc.sizes) })
+	}
+}
+
+func testRunResume(t *testing.T, sizes []int) {
 	ctx := context.Background()
 	scores := toyScores(40)
 	straight := newToyRun(t, t.TempDir(), scores)
+	straight.sizes = sizes
 	want, err := straight.run(ctx, trainer.RunState{}, 40)
 	if err != nil {
 		t.Fatal(err)
@@ -109,11 +120,13 @@ func TestRunResume(t *testing.T) {
 
 	dir := t.TempDir()
 	first := newToyRun(t, dir, scores)
+	first.sizes = sizes
 	first.stopAt = 27
 	if _, err := first.run(ctx, trainer.RunState{}, 40); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: error %v, want context.Canceled", err)
 	}
 	second := newToyRun(t, dir, scores)
+	second.sizes = sizes
 	second.net = newNet(99, 4) // other initial weights: all must come from the checkpoint
 	second.ps, second.opt = newOpt(t, second.net)
 	st, err := trainer.LoadState(second.statePath(), second.net, second.opt)
@@ -307,5 +320,72 @@ func TestBatchOrder(t *testing.T) {
 	}
 	if trainer.StepRNG(1, 4).Uniform() != trainer.StepRNG(1, 4).Uniform() || trainer.StepRNG(1, 4).Uniform() == trainer.StepRNG(1, 5).Uniform() {
 		t.Error("StepRNG is not a pure function of (seed, step)")
+	}
+}
+
+func TestBatchesBySize(t *testing.T) {
+	r := tensor.NewRNG(5)
+	const n, batch = 4000, 16
+	sizes := make([]int, n)
+	for i := range sizes {
+		sizes[i] = 50 + int(r.Uniform()*350) // Ego-like: 50 to 399 nodes
+	}
+	// padding returns the padded slots of one epoch's batches (batch x
+	// largest size, minus the sizes).
+	padding := func(batches [][]int) int {
+		pad := 0
+		for _, b := range batches {
+			big := 0
+			for _, i := range b {
+				big = max(big, sizes[i])
+			}
+			for _, i := range b {
+				pad += big - sizes[i]
+			}
+		}
+		return pad
+	}
+	per := n / batch
+	var random [][]int
+	for step := range per {
+		random = append(random, trainer.BatchOrder(3, n, batch, step))
+	}
+	bySize := trainer.BatchesBySize(3, sizes, batch, 0)
+	if len(bySize) != per {
+		t.Fatalf("%d batches, want %d", len(bySize), per)
+	}
+	seen := make([]int, n)
+	for _, b := range bySize {
+		if len(b) != batch {
+			t.Fatalf("batch of %d items, want %d", len(b), batch)
+		}
+		for _, i := range b {
+			seen[i]++
+		}
+	}
+	for i, c := range seen {
+		if c != 1 {
+			t.Fatalf("item %d visited %d times in an epoch", i, c)
+		}
+	}
+	pr, pb := padding(random), padding(bySize)
+	t.Logf("padding per epoch: random batches %d, by size %d", pr, pb)
+	if pb*10 > pr {
+		t.Errorf("batches by size pad %d slots, random ones %d: want under a tenth", pb, pr)
+	}
+	if !slices.EqualFunc(bySize, trainer.BatchesBySize(3, sizes, batch, 0), slices.Equal) {
+		t.Error("BatchesBySize is not deterministic")
+	}
+	if slices.EqualFunc(bySize, trainer.BatchesBySize(3, sizes, batch, 1), slices.Equal) {
+		t.Error("two epochs have the same batches")
+	}
+	// A set smaller than a batch wraps around, as BatchOrder does.
+	small := trainer.BatchesBySize(3, []int{3, 1, 2}, 5, 0)
+	if len(small) != 1 || len(small[0]) != 5 {
+		t.Errorf("3 items in batches of 5: %v", small)
+	}
+	if _, err := trainer.Run(context.Background(), trainer.RunState{}, trainer.Loop{N: 4, BatchSize: 2, Steps: 1, Sizes: []int{1, 2},
+		Step: func(int, []int, *tensor.RNG) error { return nil }}); err == nil || !strings.Contains(err.Error(), "2 sizes for 4 items") {
+		t.Errorf("mismatched sizes: error %v", err)
 	}
 }

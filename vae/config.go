@@ -185,6 +185,12 @@ type TrainConfig struct {
 	CheckpointEvery int `json:"checkpoint_every"`
 	// ClipNorm clips the global gradient norm when positive.
 	ClipNorm float64 `json:"clip_norm"`
+	// BucketBySize makes each batch hold graphs of similar node counts
+	// (trainer.BatchesBySize) instead of random ones: the same epochs with
+	// less padding in the decoder's dense N x N scores, much faster for
+	// datasets of very different sizes (Ego, TPU Tile). false: the
+	// reference's random batches.
+	BucketBySize bool `json:"bucket_by_size,omitempty"`
 	// Seed drives initialisation, batching and every random draw.
 	Seed uint64 `json:"seed"`
 }

@@ -207,7 +207,7 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 	loop := trainer.Loop{
 		Seed: tc.Seed, BatchSeed: tc.Seed ^ 0xa5a5a5a5, N: len(train.Graphs), BatchSize: tc.BatchSize,
 		Steps: tc.Steps, ValEvery: tc.ValEvery, CheckpointEvery: tc.CheckpointEvery, LogEvery: opts.LogEvery,
-		MaxDuration: opts.MaxDuration,
+		MaxDuration: opts.MaxDuration, Sizes: sizesIf(tc.BucketBySize, train.Graphs),
 		Step: func(step int, batch []int, r *tensor.RNG) error {
 			lr = sched.LR(step + 1)
 			opt.SetLR(lr)
@@ -406,4 +406,17 @@ func CheckpointConfig(path string) (Preset, error) {
 		return Preset{}, fmt.Errorf("vae: %s: %w", path, err)
 	}
 	return p, nil
+}
+
+// sizesIf returns the node counts of gs when bucket is set (batches of
+// similar sizes, trainer.Loop.Sizes), else nil.
+func sizesIf(bucket bool, gs []*graph.Graph) []int {
+	if !bucket {
+		return nil
+	}
+	sizes := make([]int, len(gs))
+	for i, g := range gs {
+		sizes[i] = g.N()
+	}
+	return sizes
 }

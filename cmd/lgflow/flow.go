@@ -88,6 +88,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 0, "override: batch size")
 	lr := fs.Float64("lr", 0, "override: learning rate")
 	standardize := fs.Bool("standardize", false, "override: standardise latents per dimension (stored with the model) instead of one global scale (the reference)")
+	bucket := fs.Bool("bucket-by-size", false, "override: batches of graphs of similar sizes (less padding; for datasets of very different sizes such as ego and tpu)")
 	otCoupling := fs.Bool("ot-coupling", false, "override: pair each graph's noise and data tokens by a minimal-cost assignment (shorter paths; the reference pairs at random)")
 	timeMean := fs.Float64("time-mean", 0, "override: location of the logit-normal training-time distribution (0: the reference; > 0 trains more near the data; the dataset cpu presets use 1)")
 	valEvery := fs.Int("val-every", 0, "override: steps between validation sampling runs (0: off)")
@@ -137,6 +138,8 @@ func runTrainFlow(ctx context.Context, args []string) error {
 				c.ValSteps = *valSteps
 			case "ot-coupling":
 				c.OTCoupling = *otCoupling
+			case "bucket-by-size":
+				c.BucketBySize = *bucket
 			case "standardize":
 				c.Standardize = *standardize
 			case "time-mean":

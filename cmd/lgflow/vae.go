@@ -47,6 +47,7 @@ type modelFlags struct {
 	norm                           *string
 	flips, scaleEig                *bool
 	noiseSpread, symLogits         *bool
+	bucket                         *bool
 }
 
 func newModelFlags(fs *flag.FlagSet) *modelFlags {
@@ -75,6 +76,7 @@ func newModelFlags(fs *flag.FlagSet) *modelFlags {
 		norm:        fs.String("norm", "", "override: layer, batch or none"),
 		flips:       fs.Bool("sign-flips", false, "override: random eigenvector sign flips in training"),
 		scaleEig:    fs.Bool("scale-eigvecs", false, "override: scale eigenvectors by sqrt(n)"),
+		bucket:      fs.Bool("bucket-by-size", false, "override: batches of graphs of similar sizes (less padding; for datasets of very different sizes such as ego and tpu)"),
 	}
 }
 
@@ -127,6 +129,9 @@ func (f *modelFlags) apply(p *vae.Preset) {
 	}
 	if set["scale-eigvecs"] {
 		c.ScaleEigvecs = *f.scaleEig
+	}
+	if set["bucket-by-size"] {
+		t.BucketBySize = *f.bucket
 	}
 }
 
