@@ -186,6 +186,22 @@ func sampleTime(r *tensor.RNG, n int, mean float64) []float64 {
 // mask (B, N), drawing noise, times and the self-conditioning decision
 // from r. It is exported for benchmarks and tests.
 func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *autograd.Var {
+	return prepareBatch(cfg, x1, mask, r).loss(tp, net, cfg, r)
+}
+
+// preparedBatch is the host-side part of a training step (Loss): the
+// noised latents, their times, the regression target and the loss
+// weights, all on the CPU.
+type preparedBatch struct {
+	xt, mask, target, w *tensor.Tensor
+	t                   []float64
+}
+
+// prepareBatch draws the times and noise of a batch x1 (B, N, d) with mask
+// (B, N) from r and builds the path points, target and weights. It needs
+// no network, so training prepares the next step's batch while the
+// current step runs.
+func prepareBatch(cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *preparedBatch {
 	B, N, d := x1.Dim(0), x1.Dim(1), x1.Dim(2)
 	t := sampleTime(r, B, cfg.TimeMean)
 	x0 := tensor.RandN(r, x1.DType(), B, N, d)
@@ -203,17 +219,6 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 	tensor.Sub(xt, x1, x0)
 	tensor.Mul(xt, xt, tt)
 	tensor.Add(xt, xt, x0)
-	// The batch is built on the CPU and brought to the network's backend.
-	be := net.Backend()
-	xtV, devMask := autograd.NewConst(tp.Own(xt.On(be))), tp.Own(mask.On(be))
-	var xsc *autograd.Var
-	if cfg.DiT.SelfCond && r.Uniform() < cfg.SelfCondProb {
-		ng := autograd.NoGrad()
-		p := net.Forward(ng, xtV, t, devMask, nil)
-		xsc = autograd.NewConst(tp.Own(p.Value.Clone()))
-		ng.Release()
-	}
-	pred := net.Forward(tp, xtV, t, devMask, xsc)
 	// Per-graph weights: mask / (n_valid * d * B) and, for x0 prediction,
 	// 1 / max(t, 0.1)^2.
 	w := tensor.New(x1.DType(), B, N, 1)
@@ -238,7 +243,24 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 	if cfg.Target == PredictVelocity {
 		target = tensor.Sub(nil, x1, x0)
 	}
-	return tp.SquaredError(pred, autograd.NewConst(tp.Own(target.On(be))), tp.Own(w.On(be)))
+	return &preparedBatch{xt: xt, mask: mask, target: target, w: w, t: t}
+}
+
+// loss runs net on the prepared batch (brought to the network's backend)
+// and returns the weighted squared error, drawing the self-conditioning
+// decision from r after prepareBatch's draws.
+func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *tensor.RNG) *autograd.Var {
+	be := net.Backend()
+	xtV, devMask := autograd.NewConst(tp.Own(p.xt.On(be))), tp.Own(p.mask.On(be))
+	var xsc *autograd.Var
+	if cfg.DiT.SelfCond && r.Uniform() < cfg.SelfCondProb {
+		ng := autograd.NoGrad()
+		pred := net.Forward(ng, xtV, p.t, devMask, nil)
+		xsc = autograd.NewConst(tp.Own(pred.Value.Clone()))
+		ng.Release()
+	}
+	pred := net.Forward(tp, xtV, p.t, devMask, xsc)
+	return tp.SquaredError(pred, autograd.NewConst(tp.Own(p.target.On(be))), tp.Own(p.w.On(be)))
 }
 
 // otCouple returns the noise x0 (B, N, d) with each graph's tokens
@@ -388,17 +410,22 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		Seed: cfg.Seed, BatchSeed: cfg.Seed ^ 0xf10f10, N: n, BatchSize: cfg.BatchSize,
 		Steps: cfg.Steps, ValEvery: cfg.ValEvery, CheckpointEvery: cfg.CheckpointEvery, LogEvery: opts.LogEvery,
 		MaxDuration: opts.MaxDuration, TiesToLater: true, Sizes: nodeCountsIf(cfg.BucketBySize, lat),
-		Step: func(step int, batch []int, r *tensor.RNG) error {
+		// The batch of the next step is assembled (latents, noise, times,
+		// path points) while this one runs.
+		Prepare: func(step int, batch []int, r *tensor.RNG) func() error {
 			x1, mask := lat.batchLatents(batch, m.Scale, cfg.SampleLatents, r)
 			if cfg.Standardize {
 				m.toFlow(x1, mask) // Scale is 1: standardise per dimension
 			}
-			tp := autograd.NewTape()
-			if err := stepper.Step(tp, Loss(tp, net, cfg, x1, mask, r)); err != nil {
-				return err
+			pb := prepareBatch(cfg, x1, mask, r)
+			return func() error {
+				tp := autograd.NewTape()
+				if err := stepper.Step(tp, pb.loss(tp, net, cfg, r)); err != nil {
+					return err
+				}
+				ema.Update(step + 1)
+				return nil
 			}
-			ema.Update(step + 1)
-			return nil
 		},
 		Checkpoint: checkpoint,
 		Progress: func(s trainer.Status) {

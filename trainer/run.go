@@ -199,6 +199,16 @@ type Loop struct {
 	// drawing its randomness from r. An error stops the run without a
 	// checkpoint: the weights may be spoilt.
 	Step func(step int, batch []int, r *tensor.RNG) error
+	// Prepare, used instead of Step when not nil, splits a step in two: it
+	// does the part that needs only the batch and r (assembling the batch
+	// on the host, drawing its noise) and returns the rest of the step,
+	// which Run calls on its own goroutine, in step order, with the same
+	// r. Run prepares step s+1 on another goroutine while the rest of
+	// step s, its validation and its checkpoint run, so host-side batch
+	// work overlaps the step (on a GPU, the device's work). Prepare must
+	// not touch what the rest of a step changes (weights, optimiser); the
+	// results are those of running both halves back to back.
+	Prepare func(step int, batch []int, r *tensor.RNG) func() error
 	// Validate, if not nil, scores the model after a step.
 	Validate func(ctx context.Context, step int) (Score, error)
 	// SaveBest, if not nil, is called when a validation beats the best.
@@ -220,8 +230,8 @@ type Loop struct {
 // it happened at.
 func Run(ctx context.Context, st RunState, l Loop) (RunState, error) {
 	switch {
-	case l.Step == nil:
-		return st, errors.New("trainer: Loop.Step is nil")
+	case l.Step == nil && l.Prepare == nil:
+		return st, errors.New("trainer: Loop.Step and Loop.Prepare are nil")
 	case l.N <= 0 || l.BatchSize <= 0:
 		return st, fmt.Errorf("trainer: training set of %d items in batches of %d", l.N, l.BatchSize)
 	case st.Step < 0:
@@ -253,6 +263,26 @@ func Run(ctx context.Context, st RunState, l Loop) (RunState, error) {
 		}
 		return l.Checkpoint(st)
 	}
+	// ahead holds the step prepared one step ahead (with Prepare): its
+	// step number and the channel its rest arrives on.
+	type prepared struct {
+		step int
+		rest chan func() error
+	}
+	var ahead *prepared
+	prepare := func(step int) *prepared {
+		p := &prepared{step: step, rest: make(chan func() error, 1)}
+		batch, r := batchAt(step), StepRNG(l.Seed, step)
+		go func() { p.rest <- l.Prepare(step, batch, r) }()
+		return p
+	}
+	// An early return waits for the step prepared ahead, so that no
+	// Prepare outlives Run.
+	defer func() {
+		if ahead != nil {
+			<-ahead.rest
+		}
+	}()
 	clock := NewClock(st.Step)
 	var last *Score
 	for st.Step < l.Steps {
@@ -262,8 +292,21 @@ func Run(ctx context.Context, st RunState, l Loop) (RunState, error) {
 		if l.MaxDuration > 0 && clock.Elapsed() > l.MaxDuration {
 			break
 		}
-		r := StepRNG(l.Seed, st.Step)
-		if err := l.Step(st.Step, batchAt(st.Step), r); err != nil {
+		var err error
+		if l.Prepare == nil {
+			err = l.Step(st.Step, batchAt(st.Step), StepRNG(l.Seed, st.Step))
+		} else {
+			if ahead == nil || ahead.step != st.Step {
+				ahead = prepare(st.Step)
+			}
+			rest := <-ahead.rest
+			ahead = nil
+			if st.Step+1 < l.Steps {
+				ahead = prepare(st.Step + 1)
+			}
+			err = rest()
+		}
+		if err != nil {
 			return st, fmt.Errorf("step %d: %w", st.Step, err)
 		}
 		st.Step++

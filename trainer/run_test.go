@@ -31,6 +31,7 @@ type toyRun struct {
 	steps  []int           // steps Progress reported
 	stopAt int             // cancel after this step (0: never)
 	sizes  []int           // Loop.Sizes (nil: random batches)
+	ahead  bool            // steps through Loop.Prepare
 	cancel context.CancelFunc
 }
 
@@ -47,13 +48,7 @@ func (r *toyRun) loop(steps int) trainer.Loop {
 		Seed: 7, BatchSeed: 7 ^ 0x55, N: 10, BatchSize: 3, Steps: steps, Sizes: r.sizes,
 		ValEvery: 2, CheckpointEvery: 5, LogEvery: 1, TiesToLater: true,
 		Step: func(step int, batch []int, rng *tensor.RNG) error {
-			for i, p := range r.ps {
-				g := tensor.RandN(rng, p.Grad.DType(), p.Grad.Shape()...)
-				tensor.MulScalar(g, g, float64(batch[i%len(batch)]+1))
-				tensor.Copy(p.Grad, g)
-			}
-			r.opt.Step()
-			return nil
+			return r.prepare(step, batch, rng)()
 		},
 		Validate: func(_ context.Context, step int) (trainer.Score, error) {
 			return r.scores[step-1], nil
@@ -74,10 +69,31 @@ func (r *toyRun) loop(steps int) trainer.Loop {
 	}
 }
 
+// prepare draws a step's gradients from the batch and rng, and returns the
+// rest of the step: setting them and taking the optimiser step.
+func (r *toyRun) prepare(step int, batch []int, rng *tensor.RNG) func() error {
+	gs := make([]*tensor.Tensor, len(r.ps))
+	for i, p := range r.ps {
+		gs[i] = tensor.RandN(rng, p.Grad.DType(), p.Grad.Shape()...)
+		tensor.MulScalar(gs[i], gs[i], float64(batch[i%len(batch)]+1))
+	}
+	return func() error {
+		for i, p := range r.ps {
+			tensor.Copy(p.Grad, gs[i])
+		}
+		r.opt.Step()
+		return nil
+	}
+}
+
 func (r *toyRun) run(ctx context.Context, st trainer.RunState, steps int) (trainer.RunState, error) {
 	ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
-	return trainer.Run(ctx, st, r.loop(steps))
+	l := r.loop(steps)
+	if r.ahead {
+		l.Step, l.Prepare = nil, r.prepare
+	}
+	return trainer.Run(ctx, st, l)
 }
 
 func toyScores(n int) []trainer.Score {
@@ -97,19 +113,22 @@ func toyScores(n int) []trainer.Score {
 // with exactly the weights, optimiser state and best score of an
 // uninterrupted run.
 func TestRunResume(t *testing.T) {
+	sizes := []int{5, 1, 9, 3, 3, 7, 2, 8, 6, 4}
 	for _, tc := range []struct {
 		name  string
 		sizes []int
-	}{{"random batches", nil}, {"batches by size", []int{5, 1, 9, 3, 3, 7, 2, 8, 6, 4}}} {
-		t.Run(tc.name, func(t *testing.T) { testRunResume(t, tc.sizes) })
+		ahead bool
+	}{{"random batches", nil, false}, {"batches by size", sizes, false},
+		{"prepared ahead", nil, true}, {"prepared ahead, batches by size", sizes, true}} {
+		t.Run(tc.name, func(t *testing.T) { testRunResume(t, tc.sizes, tc.ahead) })
 	}
 }
 
-func testRunResume(t *testing.T, sizes []int) {
+func testRunResume(t *testing.T, sizes []int, ahead bool) {
 	ctx := context.Background()
 	scores := toyScores(40)
 	straight := newToyRun(t, t.TempDir(), scores)
-	straight.sizes = sizes
+	straight.sizes, straight.ahead = sizes, ahead
 	want, err := straight.run(ctx, trainer.RunState{}, 40)
 	if err != nil {
 		t.Fatal(err)
@@ -120,13 +139,13 @@ func testRunResume(t *testing.T, sizes []int) {
 
 	dir := t.TempDir()
 	first := newToyRun(t, dir, scores)
-	first.sizes = sizes
+	first.sizes, first.ahead = sizes, ahead
 	first.stopAt = 27
 	if _, err := first.run(ctx, trainer.RunState{}, 40); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: error %v, want context.Canceled", err)
 	}
 	second := newToyRun(t, dir, scores)
-	second.sizes = sizes
+	second.sizes, second.ahead = sizes, ahead
 	second.net = newNet(99, 4) // other initial weights: all must come from the checkpoint
 	second.ps, second.opt = newOpt(t, second.net)
 	st, err := trainer.LoadState(second.statePath(), second.net, second.opt)
@@ -388,4 +407,23 @@ func TestBatchesBySize(t *testing.T) {
 		Step: func(int, []int, *tensor.RNG) error { return nil }}); err == nil || !strings.Contains(err.Error(), "2 sizes for 4 items") {
 		t.Errorf("mismatched sizes: error %v", err)
 	}
+}
+
+// TestPrepareSameAsStep checks that a run through Loop.Prepare (each step
+// prepared one step ahead on another goroutine) ends with the weights of
+// the same run through Loop.Step.
+func TestPrepareSameAsStep(t *testing.T) {
+	ctx := context.Background()
+	scores := toyScores(40)
+	plain := newToyRun(t, t.TempDir(), scores)
+	if _, err := plain.run(ctx, trainer.RunState{}, 40); err != nil {
+		t.Fatal(err)
+	}
+	ahead := newToyRun(t, t.TempDir(), scores)
+	ahead.ahead = true
+	if _, err := ahead.run(ctx, trainer.RunState{}, 40); err != nil {
+		t.Fatal(err)
+	}
+	sameTensors(t, "model", nn.StateDict(plain.net), nn.StateDict(ahead.net))
+	sameTensors(t, "optimiser", plain.opt.StateDict(), ahead.opt.StateDict())
 }
