@@ -157,7 +157,7 @@ var specs = map[string]Spec{
 			row("train set (paper)", dagCols, 0.3, 0.3, 0.7, 0.6, 0.2, 100, 100, 0, 0, none),
 		},
 		Notes: []string{"the paper's TPU Tile train split (5,040 graphs) is not available here: the models train on the val split " +
-			"(630 graphs, the last 63 held out for validation) and are evaluated against the test split (631); novelty is measured against the val split",
+			"(630 graphs; -train holds out the last 63 for validation) and are evaluated against the test split (631); novelty is measured against the val split",
 			"degree MMDs as Directo's code computes them (degree sequences, in and out swapped), as in the paper's DAG table",
 			"V.U.N. isomorphism tests match node labels (op types)"}},
 }
