@@ -39,9 +39,13 @@ func (m MaskMode) String() string {
 // mask is nil (everything allowed), a (B, N) token mask (N = M) interpreted
 // by mode, or a (B, N, M) matrix (query i may attend to key j iff
 // mask[b,i,j] ≠ 0; mode is ignored). A query with no allowed key gets 0.
-// The attention probabilities are kept for the backward pass (B·H·N·M
-// elements). Key padding without a full mask uses the tensor package's
-// fused kernel; the other modes run here (CPU) on batched GEMMs.
+// Key padding without a full mask uses the tensor package's fused kernels:
+// tensor.FlashAttention, which keeps only the row log-sum-exp (B·H·N
+// elements) for the backward pass, when N <= tensor.FlashAttentionMaxTokens
+// and Dh <= tensor.FlashAttentionMaxHeadDim (on the CPU only when no
+// gradient is needed, where it is faster), and tensor.Attention, which keeps
+// the probabilities (B·H·N·M elements), otherwise. The other modes run
+// here (CPU) on batched GEMMs and keep the probabilities.
 func (tp *Tape) Attention(q, k, v *Var, mask *tensor.Tensor, mode MaskMode, scale float64) *Var {
 	tp.checkIn("Attention", q)
 	tp.checkIn("Attention", k)
@@ -66,9 +70,18 @@ func (tp *Tape) Attention(q, k, v *Var, mask *tensor.Tensor, mode MaskMode, scal
 		}
 	}
 	fused := useFusedAttention && nq == m && (mask == nil || (mask.Rank() == 2 && mode == KeyPadding))
-	probs := tp.alloc(q.Value, b, h, nq, m)
-	var qv, kv, vv, y *tensor.Tensor
-	if fused {
+	flash := fused && useFlashAttention && tensor.FlashAttentionFits(nq, dh) &&
+		(onDevice(q.Value) || flashCPUTraining || !tp.anyGrad(q, k, v))
+	var qv, kv, vv, y, probs, lse *tensor.Tensor
+	switch {
+	case flash:
+		// As below, with the row log-sum-exp instead of the probabilities.
+		qv, kv, vv = q.Value, k.Value, v.Value
+		y = tp.alloc(q.Value, b, nq, h, dh).Permute(0, 2, 1, 3)
+		lse = tp.alloc(q.Value, b, h, nq)
+		tensor.FlashAttention(y, lse, qv, kv, vv, mask, scale)
+	case fused:
+		probs = tp.alloc(q.Value, b, h, nq, m)
 		// The fused kernel reads strided heads (such as views into a packed
 		// (B, N, 3, H, Dh) projection) without copying them, and writes y
 		// in token-major storage (B, N, H, Dh), so that merging the heads
@@ -76,7 +89,8 @@ func (tp *Tape) Attention(q, k, v *Var, mask *tensor.Tensor, mode MaskMode, scal
 		qv, kv, vv = q.Value, k.Value, v.Value
 		y = tp.alloc(q.Value, b, nq, h, dh).Permute(0, 2, 1, 3)
 		tensor.Attention(y, probs, qv, kv, vv, mask, scale)
-	} else {
+	default:
+		probs = tp.alloc(q.Value, b, h, nq, m)
 		qv, kv, vv = tp.contig(q.Value), tp.contig(k.Value), tp.contig(v.Value)
 		y = tp.alloc(q.Value, b, h, nq, dh)
 		allowed := attentionAllowed(mask, mode, b, nq, m)
@@ -94,10 +108,10 @@ func (tp *Tape) Attention(q, k, v *Var, mask *tensor.Tensor, mode MaskMode, scal
 		*s = attentionSaved{
 			q: q, k: k, v: v,
 			qv: qv, kv: kv, vv: vv,
-			probs: probs,
+			probs: probs, lse: lse, y: y, mask: mask,
 			batch: b, heads: h, queries: nq, keys: m, headDim: dh,
 			scale: scale,
-			fused: fused,
+			fused: fused, flash: flash,
 		}
 	}
 	return out
@@ -109,18 +123,35 @@ type attentionSaved struct {
 	// qv, kv, vv are the values the forward read: the inputs' own (possibly
 	// strided) values on the fused path, contiguous copies otherwise.
 	qv, kv, vv    *tensor.Tensor
-	probs         *tensor.Tensor // the attention probabilities P (B, H, N, M); 0 where masked
+	probs         *tensor.Tensor // the attention probabilities P (B, H, N, M); 0 where masked (nil if flash)
+	lse, y        *tensor.Tensor // flash: the row log-sum-exp (B, H, N) and the output
+	mask          *tensor.Tensor // flash: the key mask (B, N) or nil
 	batch, heads  int            // B, H
 	queries, keys int            // N, M
 	headDim       int            // Dh
 	scale         float64        // the scores were scale·q·kᵀ
 	fused         bool           // the forward ran tensor.Attention: tensor.AttentionBackward runs the backward
+	flash         bool           // the forward ran tensor.FlashAttention: tensor.FlashAttentionBackward runs the backward
 }
 
 var attentionKind = newSavedKind[attentionSaved]()
 
 // useFusedAttention routes key-padding attention to tensor.Attention.
 var useFusedAttention = true
+
+// useFlashAttention routes fused attention that fits to
+// tensor.FlashAttention: always off the CPU, and on the CPU when no
+// gradient is needed (sampling, the self-conditioning pass) or when
+// flashCPUTraining is set. On the CPU the backward's recomputation of the
+// probabilities costs more time (about 5% of attention's forward and
+// backward at DiT-small size) than reading them back, so training there
+// keeps the probabilities by default; the results are the same bit for bit
+// either way.
+var useFlashAttention = true
+
+// flashCPUTraining makes CPU attention that needs gradients take the
+// FlashAttention path too (less memory: B·H·N instead of B·H·N² per layer).
+var flashCPUTraining = false
 
 // attentionAllowed expands the mask into a (B, N, M) table of allowed pairs,
 // or nil when everything is allowed.
@@ -228,6 +259,16 @@ func maskedSoftmax[T float](s []T, allowed []bool, b, h, nq, m int) {
 func (s *attentionSaved) backward(tp *Tape, out *Var) {
 	q, k, v := s.q, s.k, s.v
 	nq, m, dh := s.queries, s.keys, s.headDim
+	if s.flash {
+		dq := tp.alloc(q.Value, q.Shape()...)
+		dk := tp.alloc(k.Value, k.Shape()...)
+		dv := tp.alloc(v.Value, v.Shape()...)
+		tensor.FlashAttentionBackward(dq, dk, dv, out.Grad, s.qv, s.kv, s.vv, s.y, s.lse, s.mask, s.scale)
+		tp.addGrad(q, dq, true)
+		tp.addGrad(k, dk, true)
+		tp.addGrad(v, dv, true)
+		return
+	}
 	if s.fused {
 		dq := tp.alloc(q.Value, q.Shape()...)
 		dk := tp.alloc(k.Value, k.Shape()...)

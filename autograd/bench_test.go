@@ -209,8 +209,9 @@ func BenchmarkGINEAggregate(b *testing.B) {
 }
 
 // BenchmarkAttention: forward + backward of masked attention at DiT size
-// (B=64, H=4, N=64, Dh=32): key padding through tensor.Attention, and the
-// GEMM + masked-softmax path used for SameGroup, on the same mask.
+// (B=64, H=4, N=64, Dh=32): key padding through tensor.FlashAttention and
+// tensor.Attention, and the GEMM + masked-softmax path used for SameGroup,
+// on the same mask.
 func BenchmarkAttention(b *testing.B) {
 	const bs, h, n, dh = 64, 4, 64, 32
 	r := tensor.NewRNG(1)
@@ -224,13 +225,14 @@ func BenchmarkAttention(b *testing.B) {
 		}
 	}
 	for _, c := range []struct {
-		name  string
-		fused bool
-		mode  MaskMode
-	}{{"KeyPadding-tensor-fused", true, KeyPadding}, {"KeyPadding-gemm", false, KeyPadding}, {"SameGroup-gemm", false, SameGroup}} {
+		name         string
+		fused, flash bool
+		mode         MaskMode
+	}{{"KeyPadding-tensor-flash", true, true, KeyPadding}, {"KeyPadding-tensor-fused", true, false, KeyPadding},
+		{"KeyPadding-gemm", false, false, KeyPadding}, {"SameGroup-gemm", false, false, SameGroup}} {
 		b.Run(c.name, func(b *testing.B) {
-			useFusedAttention = c.fused
-			defer func() { useFusedAttention = true }()
+			useFusedAttention, useFlashAttention, flashCPUTraining = c.fused, c.flash, c.flash
+			defer func() { useFusedAttention, useFlashAttention, flashCPUTraining = true, true, false }()
 			tp := NewTape()
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -33,12 +33,14 @@
 //   - Gradients are accumulated in place where the kernel allows it (GEMM
 //     with beta = 1, ScatterAdd, fused LayerNorm), and passed on without
 //     copying where they are unchanged (views, Add).
-//   - Message passing on edge lists has a fused kernel (GINEAggregate) that
-//     never materialises per-edge messages.
+//   - Message passing on edge lists has a fused kernel (GINEAggregate, a
+//     tensor.Backend op on every backend) that never materialises per-edge
+//     messages; GINEAggregateIndexed takes the edges as a tensor.EdgeIndex
+//     built once per batch, which a GPU backend uploads once for all the
+//     layers and the backward pass.
 //
 // Backends: ops built on tensor kernels run on whatever backend holds their
-// inputs. The kernels written here run on the CPU only: GINEAggregate,
-// BatchNorm, Attention with a SameGroup or (B, N, M) mask, and the backward
+// inputs. The kernels written here run on the CPU only: BatchNorm, Attention with a SameGroup or (B, N, M) mask, and the backward
 // passes of Abs, Clamp, Max, IndexSelect (axis > 0) and SegmentMean.
 //
 // Every op's backward is checked against central finite differences in

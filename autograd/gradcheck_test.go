@@ -30,6 +30,15 @@ func awayParam(r *tensor.RNG, shape ...int) *Var {
 	return NewParam(t)
 }
 
+// mustIndex returns tensor.NewEdgeIndex's index, panicking on an error.
+func mustIndex(src, dst, eidx []int32, nodes, classes int) *tensor.EdgeIndex {
+	g, err := tensor.NewEdgeIndex(src, dst, eidx, nodes, classes)
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
 type gradCase struct {
 	name  string
 	build func(r *tensor.RNG) (params []*Var, f func(tp *Tape) *Var)
@@ -227,6 +236,25 @@ var gradCases = []gradCase{
 		h, e := awayParam(r, 4, 3), awayParam(r, 2, 3)
 		src, dst, cls := []int32{0, 1, 2, 3, 1}, []int32{1, 0, 1, 2, 3}, []int32{1, 1, 0, 1, 0}
 		return []*Var{h, e}, func(tp *Tape) *Var { return tp.GINEAggregate(h, e, src, dst, cls) }
+	}},
+	// The indexed path: an isolated node (4), a repeated edge and a self
+	// loop, the index flipped (messages along Dst -> Src).
+	{"GINEAggregateIndexedClasses", func(r *tensor.RNG) ([]*Var, func(*Tape) *Var) {
+		h, e := awayParam(r, 5, 3), awayParam(r, 2, 3)
+		g := mustIndex([]int32{0, 1, 2, 3, 1, 1, 2}, []int32{1, 0, 1, 2, 3, 3, 2}, []int32{1, 1, 0, 1, 0, 0, 1}, 5, 2)
+		return []*Var{h, e}, func(tp *Tape) *Var {
+			return tp.Add(tp.GINEAggregateIndexed(h, e, g), tp.GINEAggregateIndexed(h, e, g.Flip()))
+		}
+	}},
+	{"GINEAggregateIndexedDense", func(r *tensor.RNG) ([]*Var, func(*Tape) *Var) {
+		h, e := awayParam(r, 5, 3), awayParam(r, 7, 3)
+		g := mustIndex([]int32{0, 1, 2, 3, 1, 1, 2}, []int32{1, 0, 1, 2, 3, 3, 2}, nil, 5, 0)
+		return []*Var{h, e}, func(tp *Tape) *Var { return tp.GINEAggregateIndexed(h, e, g.Flip()) }
+	}},
+	{"GINAggregateIndexed", func(r *tensor.RNG) ([]*Var, func(*Tape) *Var) {
+		h := randParam(r, 5, 3)
+		g := mustIndex([]int32{0, 1, 2, 3, 1, 1}, []int32{1, 0, 1, 2, 3, 3}, []int32{0, 1, 0, 1, 0, 0}, 5, 2)
+		return []*Var{h}, func(tp *Tape) *Var { return tp.GINEAggregateIndexed(h, nil, g) }
 	}},
 	{"GINAggregate", func(r *tensor.RNG) ([]*Var, func(*Tape) *Var) {
 		h := randParam(r, 4, 3)

@@ -177,8 +177,22 @@ func TestFloat32MatchesFloat64(t *testing.T) {
 	}
 }
 
-// TestGINEComposed checks the backend-generic GINEAggregate (used off the
-// CPU) against the fused CPU op: values and gradients, with a per-class
+// gineComposed is GINEAggregate from backend-generic ops (IndexSelect,
+// ReLU, ScatterAdd), the reference of TestGINEComposed.
+func (tp *Tape) gineComposed(h, e *Var, src, dst, eidx []int32, nodes int) *Var {
+	msg := tp.IndexSelect(h, 0, src)
+	if e != nil {
+		et := e
+		if eidx != nil {
+			et = tp.IndexSelect(e, 0, eidx)
+		}
+		msg = tp.ReLU(tp.Add(msg, et))
+	}
+	return tp.ScatterAdd(msg, dst, nodes)
+}
+
+// TestGINEComposed checks GINEAggregate against the same computation
+// composed of backend-generic ops: values and gradients, with a per-class
 // edge table, dense edge terms and no edge term.
 func TestGINEComposed(t *testing.T) {
 	r := tensor.NewRNG(5)

@@ -30,8 +30,9 @@ type Tape struct {
 	slab     int // index of the slab being filled
 	slabPos  int // next free Var in slabs[slab]
 	bufs     []poolBuf
-	dev      []*tensor.Tensor // buffers on other backends, released with the tape
-	backward bool             // Backward ran at least once
+	dev      []*tensor.Tensor    // buffers on other backends, released with the tape
+	idx      []*tensor.EdgeIndex // edge indices whose device copies go with the tape (OwnIndex)
+	backward bool                // Backward ran at least once
 }
 
 // TapeOption configures a Tape.
@@ -170,6 +171,11 @@ func (tp *Tape) Release() {
 	tensor.Release(tp.dev...)
 	clear(tp.dev)
 	tp.dev = tp.dev[:0]
+	for _, g := range tp.idx {
+		g.Release()
+	}
+	clear(tp.idx)
+	tp.idx = tp.idx[:0]
 	tp.backward = false
 }
 

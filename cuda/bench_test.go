@@ -59,9 +59,11 @@ func BenchmarkGemm4096(b *testing.B) {
 // BenchmarkAttentionDiT times the attention core at the DiT sizes of the
 // paper's configurations, on q, k, v viewed in place from a fused (B, N, 3,
 // H, Dh) qkv projection: "fwd" is Attention, "fwd+bwd" adds
-// AttentionBackward. It reports ms/op and GFLOP/s (4·B·H·N²·Dh forward,
-// 8·B·H·N²·Dh backward). The CPU runs the small configuration as a
-// baseline (both with LGFLOW_BENCH_CPU=1).
+// AttentionBackward, and the "flash" variants run FlashAttention and
+// FlashAttentionBackward instead (no (B, H, N, N) probabilities; the
+// backward recomputes them, so its flop count is the same). It reports
+// ms/op and GFLOP/s (4·B·H·N²·Dh forward, 8·B·H·N²·Dh backward). The CPU
+// runs the small configuration as a baseline (both with LGFLOW_BENCH_CPU=1).
 func BenchmarkAttentionDiT(b *testing.B) {
 	g := gpuBackend(b)
 	configs := []struct {
@@ -77,10 +79,14 @@ func BenchmarkAttentionDiT(b *testing.B) {
 			backends = append(backends, tensor.CPU)
 		}
 		for _, be := range backends {
-			for _, bwd := range []bool{false, true} {
+			for _, variant := range []int{0, 1, 2, 3} {
+				bwd, flash := variant%2 == 1, variant >= 2
 				mode := "fwd"
 				if bwd {
 					mode = "fwd+bwd"
+				}
+				if flash {
+					mode = "flash-" + mode
 				}
 				b.Run(fmt.Sprintf("%s/%s/%s", c.name, be.Name(), mode), func(b *testing.B) {
 					r := tensor.NewRNG(2)
@@ -92,15 +98,28 @@ func BenchmarkAttentionDiT(b *testing.B) {
 					q, k, v := view(qkv, 0), view(qkv, 1), view(qkv, 2)
 					mask := tensor.NewOn(be, tensor.Float32, c.bsz, c.n).Fill(1)
 					out := tensor.NewOn(be, tensor.Float32, c.bsz, c.n, c.h, c.dh).Permute(0, 2, 1, 3)
-					probs := tensor.NewOn(be, tensor.Float32, c.bsz, c.h, c.n, c.n)
+					var probs, lse *tensor.Tensor
+					if flash {
+						lse = tensor.NewOn(be, tensor.Float32, c.bsz, c.h, c.n)
+					} else {
+						probs = tensor.NewOn(be, tensor.Float32, c.bsz, c.h, c.n, c.n)
+					}
 					dqkv := tensor.NewOn(be, tensor.Float32, shape...)
 					dq, dk, dv := view(dqkv, 0), view(dqkv, 1), view(dqkv, 2)
 					gout := tensor.FillUniform(tensor.New(tensor.Float32, c.bsz, c.h, c.n, c.dh), r, -1, 1).ToBackend(be)
 					scale := 1 / 8.0
 					step := func() {
-						tensor.Attention(out, probs, q, k, v, mask, scale)
-						if bwd {
-							tensor.AttentionBackward(dq, dk, dv, gout, q, k, v, probs, scale)
+						switch {
+						case flash:
+							tensor.FlashAttention(out, lse, q, k, v, mask, scale)
+							if bwd {
+								tensor.FlashAttentionBackward(dq, dk, dv, gout, q, k, v, out, lse, mask, scale)
+							}
+						default:
+							tensor.Attention(out, probs, q, k, v, mask, scale)
+							if bwd {
+								tensor.AttentionBackward(dq, dk, dv, gout, q, k, v, probs, scale)
+							}
 						}
 					}
 					step() // warm-up

@@ -49,7 +49,10 @@
 // CPU backend; matrix products are cuBLAS SGEMM/DGEMM, with TensorFloat-32
 // only when enabled (SetTF32; lgflow's training commands enable it where
 // SupportsTF32 unless -tf32=false). ScatterAdd and SegmentSum are bit-identical
-// to the CPU backend by default (SetDeterministic).
+// to the CPU backend by default (SetDeterministic). GINEAggregate and the dh
+// of its backward are bit-identical to the CPU in either mode (segment sums
+// over the tensor.EdgeIndex's groupings, which are uploaded once per index);
+// the per-class de sums tiles of edges, then the tiles, without atomics.
 //
 // Libraries are looked up by soname through dlopen (LD_LIBRARY_PATH, the
 // ld.so cache), in the directories of LGFLOW_CUDA_PATH (colon-separated,

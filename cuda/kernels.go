@@ -10,12 +10,15 @@ import (
 // binary and compiled once per process by NVRTC for the device's
 // architecture.
 //
-//go:embed kernels/common.cuh kernels/elementwise.cu kernels/reduce.cu kernels/index.cu kernels/fused.cu
+//go:embed kernels/common.cuh kernels/elementwise.cu kernels/reduce.cu kernels/index.cu kernels/fused.cu kernels/gine.cu
+//go:embed kernels/dit.cu kernels/attention.cu
 var kernelFS embed.FS
 
 // sourceFiles is the order in which the kernel files form one program.
 var sourceFiles = []string{
 	"kernels/common.cuh", "kernels/elementwise.cu", "kernels/reduce.cu", "kernels/index.cu", "kernels/fused.cu",
+	"kernels/gine.cu",
+	"kernels/dit.cu", "kernels/attention.cu",
 }
 
 // kernelSource returns the program text: the files of sourceFiles, each
@@ -64,6 +67,20 @@ const (
 	kAttnSoftmax
 	kAttnDSoftmax
 	kNonFinite
+	kGINEFwd
+	kGINEBwdSrc
+	kGINEDeTiles
+	kGINEDeSum
+	kLNMod
+	kLNModBwd
+	kLNModSets
+	kGateRes
+	kGateResBwd
+	kBiasGELU
+	kBiasGELUBwd
+	kColPartials
+	kFlashFwd
+	kFlashBwd
 	numKernels
 )
 
@@ -76,6 +93,10 @@ var kernelNames = [numKernels]string{
 	kCSRSum: "csr_sum", kScaleRows: "scale_rows", kLayerNorm: "layernorm", kLayerNormBwd: "layernorm_bwd",
 	kLayerNormParams: "layernorm_params", kAddParamGrads: "add_param_grads", kCEFwd: "ce_fwd",
 	kCEBwd: "ce_bwd", kAttnSoftmax: "attn_softmax", kAttnDSoftmax: "attn_dsoftmax", kNonFinite: "nonfinite",
+	kGINEFwd: "gine_fwd", kGINEBwdSrc: "gine_bwd_src", kGINEDeTiles: "gine_de_tiles", kGINEDeSum: "gine_de_sum",
+	kLNMod: "ln_mod", kLNModBwd: "ln_mod_bwd", kLNModSets: "ln_mod_sets", kGateRes: "gate_res",
+	kGateResBwd: "gate_res_bwd", kBiasGELU: "bias_gelu", kBiasGELUBwd: "bias_gelu_bwd",
+	kColPartials: "col_partials", kFlashFwd: "flash_fwd", kFlashBwd: "flash_bwd",
 }
 
 var ctypes = [2]string{"float", "double"}

@@ -274,16 +274,58 @@ func (m *Model) forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 	for _, b := range m.blocks {
 		mod := tp.Split(b.ada.Forward(tp, sc), 2, E, E, E, E, E, E)
 		shift1, scale1, gate1, shift2, scale2, gate2 := mod[0], mod[1], mod[2], mod[3], mod[4], mod[5]
-		a := modulate(tp, b.ln1.Forward(tp, h), shift1, scale1)
-		h = tp.Add(h, tp.Mul(gate1, b.attn.Forward(tp, a, mask)))
-		f := modulate(tp, b.ln2.Forward(tp, h), shift2, scale2)
-		h = tp.Add(h, tp.Mul(gate2, b.mlp.Forward(tp, f)))
+		if !useFused {
+			a := modulate(tp, b.ln1.Forward(tp, h), shift1, scale1)
+			h = tp.Add(h, tp.Mul(gate1, b.attn.Forward(tp, a, mask)))
+			f := modulate(tp, b.ln2.Forward(tp, h), shift2, scale2)
+			h = tp.Add(h, tp.Mul(gate2, b.mlp.Forward(tp, f)))
+			continue
+		}
+		a := tp.LayerNormModulate(h, b.ln1.Gamma, b.ln1.Beta, shift1, scale1, b.ln1.Eps)
+		h = tp.GateResidual(h, gate1, b.attn.Forward(tp, a, mask))
+		f := tp.LayerNormModulate(h, b.ln2.Gamma, b.ln2.Beta, shift2, scale2, b.ln2.Eps)
+		h = tp.GateResidual(h, gate2, mlpForward(tp, b.mlp, f))
 	}
 	out := m.out.Forward(tp, m.norm.Forward(tp, h))
 	return tp.Mul(out, mask3)
 }
 
-// modulate returns x*(1+scale) + shift.
+// useFused makes forward use the fused ops of a block (adaLN-modulated
+// LayerNorm, gated residual, bias + GELU); the tests compare it with the
+// unfused ops.
+var useFused = true
+
+// modulate returns x*(1+scale) + shift (the unfused form of
+// autograd.Tape.LayerNormModulate).
 func modulate(tp *autograd.Tape, x, shift, scale *autograd.Var) *autograd.Var {
 	return tp.Add(tp.Add(x, tp.Mul(x, scale)), shift)
+}
+
+// mlpForward is m.Forward with each hidden layer's bias and GELU fused
+// (linearGELU).
+func mlpForward(tp *autograd.Tape, m *nn.MLP, x *autograd.Var) *autograd.Var {
+	if m.Act != nn.GELU {
+		return m.Forward(tp, x)
+	}
+	for i, l := range m.Layers {
+		if i+1 < len(m.Layers) {
+			x = linearGELU(tp, l, x)
+		} else {
+			x = l.Forward(tp, x)
+		}
+	}
+	return x
+}
+
+// linearGELU returns GELU(l(x)). Off the CPU the GEMM runs without the bias
+// and tensor.BiasGELU adds it in the activation's pass (one launch and one
+// pass over the hidden activations fewer, each way). On the CPU the GEMM
+// accumulates onto the bias as Linear does, which keeps the results
+// identical bit for bit: the bias added after a GEMM whose inner dimension
+// spans several cache blocks would round differently.
+func linearGELU(tp *autograd.Tape, l *nn.Linear, x *autograd.Var) *autograd.Var {
+	if l.B == nil || x.Value.Backend() == tensor.CPU {
+		return tp.GELU(l.Forward(tp, x))
+	}
+	return tp.BiasGELU(tp.Linear(x, l.W, nil), l.B)
 }

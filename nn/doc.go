@@ -21,6 +21,7 @@
 //
 // Graph layers (GINConv, GINEConv, DirGNN) take edge lists of a batch of
 // concatenated graphs (Edges) and use the fused neighbourhood kernel
-// autograd.GINEAggregate; MultiHeadSelfAttention takes a token mask read as
+// autograd.GINEAggregate (over Edges.Index, built once per batch with
+// Edges.Indexed, when it is set); MultiHeadSelfAttention takes a token mask read as
 // key padding or by the DiT rule (autograd.SameGroup).
 package nn

@@ -14,10 +14,40 @@ import (
 // directions.
 type Edges struct {
 	Src, Dst []int32
+	// Index, when not nil, is the same edges prepared for the fused
+	// aggregation (see Indexed), checked once and, on a GPU backend,
+	// uploaded once and shared by every layer that takes these Edges (or
+	// their Flip) and by the backward pass. GINConv always uses it;
+	// GINEConv when it matches the layer's edge input: an index with
+	// classes for a layer built for classes (built from the
+	// EdgeFeatures.Classes the layer is given), one without for dense
+	// features. Otherwise the layers index Src and Dst on every call.
+	Index *tensor.EdgeIndex
 }
 
-// Flip returns the edges reversed (sharing the slices).
-func (e Edges) Flip() Edges { return Edges{Src: e.Dst, Dst: e.Src} }
+// Flip returns the edges reversed (sharing the slices and the index).
+func (e Edges) Flip() Edges {
+	f := Edges{Src: e.Dst, Dst: e.Src}
+	if e.Index != nil {
+		f.Index = e.Index.Flip()
+	}
+	return f
+}
+
+// Indexed returns e with Index set to the index of its edges over nodes
+// nodes (tensor.NewEdgeIndex): with classes, each edge's class among
+// numClasses, for GINE layers built for edge classes (classes nil and
+// numClasses 0 for dense or no edge features). Build it once per batch and
+// pass the result to every layer; it returns an error for an index out of
+// range or slices of different lengths.
+func (e Edges) Indexed(nodes int, classes []int32, numClasses int) (Edges, error) {
+	g, err := tensor.NewEdgeIndex(e.Src, e.Dst, classes, nodes, numClasses)
+	if err != nil {
+		return e, err
+	}
+	e.Index = g
+	return e, nil
+}
 
 // Len returns the number of edges.
 func (e Edges) Len() int { return len(e.Src) }
@@ -61,7 +91,12 @@ func NewGINConv(r *tensor.RNG, in, out int, opts ...Option) *GINConv {
 
 // Forward returns the convolution of node features h (nodes, in) over e.
 func (c *GINConv) Forward(tp *autograd.Tape, h *autograd.Var, e Edges) *autograd.Var {
-	agg := tp.GINEAggregate(h, nil, e.Src, e.Dst, nil)
+	var agg *autograd.Var
+	if e.Index != nil {
+		agg = tp.GINEAggregateIndexed(h, nil, e.Index)
+	} else {
+		agg = tp.GINEAggregate(h, nil, e.Src, e.Dst, nil)
+	}
 	return c.MLP.Forward(tp, tp.Add(h, agg))
 }
 
@@ -141,7 +176,15 @@ func (c *GINEConv) edgeTerm(tp *autograd.Tape, e Edges, f EdgeFeatures) (*autogr
 // edges e with edge inputs f.
 func (c *GINEConv) Forward(tp *autograd.Tape, h *autograd.Var, e Edges, f EdgeFeatures) *autograd.Var {
 	et, idx := c.edgeTerm(tp, e, f)
-	agg := tp.GINEAggregate(h, et, e.Src, e.Dst, idx)
+	var agg *autograd.Var
+	if g := e.Index; g != nil && (idx != nil) == (g.Classes() != nil) {
+		if idx != nil && len(idx) != len(g.Classes()) {
+			panic(fmt.Sprintf("nn.GINEConv: %d edge classes for an index of %d", len(idx), len(g.Classes())))
+		}
+		agg = tp.GINEAggregateIndexed(h, et, g)
+	} else {
+		agg = tp.GINEAggregate(h, et, e.Src, e.Dst, idx)
+	}
 	return c.MLP.Forward(tp, tp.Add(h, agg))
 }
 

@@ -168,8 +168,8 @@ func TestGINEPermutationEquivariance(t *testing.T) {
 	}
 	tp := autograd.NoGrad()
 	defer tp.Release()
-	a := c.Forward(tp, autograd.NewConst(h), Edges{testSrc, testDst}, EdgeFeatures{Classes: testCls}).Value
-	b := c.Forward(tp, autograd.NewConst(hp), Edges{src, dst}, EdgeFeatures{Classes: cls}).Value
+	a := c.Forward(tp, autograd.NewConst(h), Edges{Src: testSrc, Dst: testDst}, EdgeFeatures{Classes: testCls}).Value
+	b := c.Forward(tp, autograd.NewConst(hp), Edges{Src: src, Dst: dst}, EdgeFeatures{Classes: cls}).Value
 	for p, o := range perm {
 		assertClose(t, "equivariance", row(b, p), row(a, o), 1e-12)
 	}

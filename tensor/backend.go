@@ -202,6 +202,12 @@ type Backend interface {
 	// SegmentSum sets dst[s, ...] to the sum (mean if mean; 0 for an empty
 	// segment) of src[i, ...] over i with seg[i] == s (segments checked).
 	SegmentSum(dst, src *Tensor, seg []int32, mean bool)
+	// GINEAggregate and GINEAggregateBackward implement the package
+	// functions of the same name (arguments validated; out, h, e, gout, dh
+	// and de contiguous; e, dh, de nil when absent; g's indices in range).
+	// GINEAggregate overwrites out.
+	GINEAggregate(out, h, e *Tensor, g *EdgeIndex)
+	GINEAggregateBackward(dh, de, gout, h, e *Tensor, g *EdgeIndex)
 
 	// LayerNorm, LayerNormBackward, SoftmaxCrossEntropy,
 	// SoftmaxCrossEntropyBackward, Attention, AttentionBackward and AdamWStep
@@ -214,6 +220,20 @@ type Backend interface {
 	Attention(out, probs, q, k, v, keyMask *Tensor, scale float64)
 	AttentionBackward(dq, dk, dv, gout, q, k, v, probs *Tensor, scale float64)
 	AdamWStep(param, grad, m, v *Tensor, lr, beta1, beta2, eps, weightDecay float64, step int)
+
+	// LayerNormModulate, LayerNormModulateBackward, GateResidual,
+	// GateResidualBackward, BiasGELU, BiasGELUBackward, FlashAttention and
+	// FlashAttentionBackward implement the package functions of the same
+	// name, the diffusion transformer's fused ops (arguments validated,
+	// optional tensors nil when absent; see fused_dit.go).
+	LayerNormModulate(y, mean, rstd, x, gamma, beta, shift, scale *Tensor, eps float64)
+	LayerNormModulateBackward(dx, dgamma, dbeta, dshift, dscale, gy, x, mean, rstd, gamma, beta, scale *Tensor)
+	GateResidual(out, x, gate, h *Tensor)
+	GateResidualBackward(dh, dgate, gy, h, gate *Tensor)
+	BiasGELU(y, x, bias *Tensor)
+	BiasGELUBackward(dx, dbias, gy, x, bias *Tensor)
+	FlashAttention(out, lse, q, k, v, keyMask *Tensor, scale float64)
+	FlashAttentionBackward(dq, dk, dv, gout, q, k, v, out, lse, keyMask *Tensor, scale float64)
 }
 
 var (

@@ -75,39 +75,48 @@ func layerNormRange[T float](j *job, lo, hi int) {
 	d := j.n[0]
 	eps := j.f[0]
 	for r := lo; r < hi; r++ {
-		xr, yr := x[r*d:(r+1)*d], y[r*d:(r+1)*d]
-		mu := sumVec(xr) / float64(d)
-		rs := 1 / math.Sqrt(sumSquaredDev(xr, mu)/float64(d)+eps)
+		m, s := layerNormRow(y[r*d:(r+1)*d], x[r*d:(r+1)*d], gamma, beta, eps)
 		if mean != nil {
-			mean[r] = T(mu)
+			mean[r] = m
 		}
 		if rstd != nil {
-			rstd[r] = T(rs)
+			rstd[r] = s
 		}
-		m, s := T(mu), T(rs)
-		switch {
-		case gamma != nil && beta != nil:
-			g, b := gamma[:d], beta[:d]
+	}
+}
+
+// layerNormRow sets yr to the layer norm of the row xr with the optional
+// affine parameters and returns the row's mean and rstd, rounded to T as
+// the normalisation used them.
+func layerNormRow[T float](yr, xr, gamma, beta []T, eps float64) (mean, rstd T) {
+	d := len(xr)
+	mu := sumVec(xr) / float64(d)
+	rs := 1 / math.Sqrt(sumSquaredDev(xr, mu)/float64(d)+eps)
+	m, s := T(mu), T(rs)
+	yr = yr[:d]
+	switch {
+	case gamma != nil && beta != nil:
+		g, b := gamma[:d], beta[:d]
+		for i := range yr {
+			yr[i] = (xr[i]-m)*s*g[i] + b[i]
+		}
+	case gamma != nil:
+		g := gamma[:d]
+		for i := range yr {
+			yr[i] = (xr[i] - m) * s * g[i]
+		}
+	default:
+		for i := range yr {
+			yr[i] = (xr[i] - m) * s
+		}
+		if beta != nil {
+			b := beta[:d]
 			for i := range yr {
-				yr[i] = (xr[i]-m)*s*g[i] + b[i]
-			}
-		case gamma != nil:
-			g := gamma[:d]
-			for i := range yr {
-				yr[i] = (xr[i] - m) * s * g[i]
-			}
-		default:
-			for i := range yr {
-				yr[i] = (xr[i] - m) * s
-			}
-			if beta != nil {
-				b := beta[:d]
-				for i := range yr {
-					yr[i] += b[i]
-				}
+				yr[i] += b[i]
 			}
 		}
 	}
+	return m, s
 }
 
 func (cpuBackend) LayerNormBackward(dx, dgamma, dbeta, gy, x, mean, rstd, gamma *Tensor) {
@@ -179,51 +188,60 @@ func layerNormBackRange[T float](j *job, lo, hi int) {
 		clear(db)
 	}
 	for r := lo; r < hi; r++ {
-		xr, gr, dr := x[r*d:(r+1)*d], gy[r*d:(r+1)*d], dx[r*d:(r+1)*d]
-		mu, rs := float64(mean[r]), float64(rstd[r])
-		if dg != nil {
-			for i := range xr {
-				g := float64(gr[i])
-				dg[i] += g * ((float64(xr[i]) - mu) * rs)
-				db[i] += g
-			}
+		layerNormBackRow(dx[r*d:(r+1)*d], gy[r*d:(r+1)*d], x[r*d:(r+1)*d], gamma, mean[r], rstd[r], dg, db)
+	}
+}
+
+// layerNormBackRow sets dr to the LayerNorm gradient of one row (upstream
+// gradient gr, input xr, saved statistics mean and rstd) and, when dg is not
+// nil, adds the row's parameter gradients Σ gy·xhat and Σ gy into dg and db.
+func layerNormBackRow[T float](dr, gr, xr, gamma []T, mean, rstd T, dg, db []float64) {
+	d := len(xr)
+	gr, dr = gr[:d], dr[:d]
+	mu, rs := float64(mean), float64(rstd)
+	if dg != nil {
+		dg, db = dg[:d], db[:d]
+		for i := range xr {
+			g := float64(gr[i])
+			dg[i] += g * ((float64(xr[i]) - mu) * rs)
+			db[i] += g
 		}
-		// s1 = Σ g, s2 = Σ g·xhat with g = gy·gamma, in two chains each.
-		var s1a, s1b, s2a, s2b float64
-		i := 0
-		for ; i+2 <= d; i += 2 {
-			g0, g1 := float64(gr[i]), float64(gr[i+1])
-			if gamma != nil {
-				g0 *= float64(gamma[i])
-				g1 *= float64(gamma[i+1])
-			}
-			s1a += g0
-			s1b += g1
-			s2a += g0 * (float64(xr[i]) - mu)
-			s2b += g1 * (float64(xr[i+1]) - mu)
-		}
-		if i < d {
-			g0 := float64(gr[i])
-			if gamma != nil {
-				g0 *= float64(gamma[i])
-			}
-			s1a += g0
-			s2a += g0 * (float64(xr[i]) - mu)
-		}
-		s1 := (s1a + s1b) / float64(d)
-		s2 := (s2a + s2b) * rs / float64(d)
-		// dx = rs·(g - s1 - xhat·s2), in float32 for float32 tensors.
-		c0, c1, c2 := T(rs), T(rs*s1), T(rs*rs*s2)
-		m := T(mu)
+	}
+	// s1 = Σ g, s2 = Σ g·xhat with g = gy·gamma, in two chains each.
+	var s1a, s1b, s2a, s2b float64
+	i := 0
+	for ; i+2 <= d; i += 2 {
+		g0, g1 := float64(gr[i]), float64(gr[i+1])
 		if gamma != nil {
-			gm := gamma[:d]
-			for i := range dr {
-				dr[i] = c0*gr[i]*gm[i] - c1 - (xr[i]-m)*c2
-			}
-		} else {
-			for i := range dr {
-				dr[i] = c0*gr[i] - c1 - (xr[i]-m)*c2
-			}
+			g0 *= float64(gamma[i])
+			g1 *= float64(gamma[i+1])
+		}
+		s1a += g0
+		s1b += g1
+		s2a += g0 * (float64(xr[i]) - mu)
+		s2b += g1 * (float64(xr[i+1]) - mu)
+	}
+	if i < d {
+		g0 := float64(gr[i])
+		if gamma != nil {
+			g0 *= float64(gamma[i])
+		}
+		s1a += g0
+		s2a += g0 * (float64(xr[i]) - mu)
+	}
+	s1 := (s1a + s1b) / float64(d)
+	s2 := (s2a + s2b) * rs / float64(d)
+	// dx = rs·(g - s1 - xhat·s2), in float32 for float32 tensors.
+	c0, c1, c2 := T(rs), T(rs*s1), T(rs*rs*s2)
+	m := T(mu)
+	if gamma != nil {
+		gm := gamma[:d]
+		for i := range dr {
+			dr[i] = c0*gr[i]*gm[i] - c1 - (xr[i]-m)*c2
+		}
+	} else {
+		for i := range dr {
+			dr[i] = c0*gr[i] - c1 - (xr[i]-m)*c2
 		}
 	}
 }
@@ -395,8 +413,10 @@ func attentionRange[T float](j *job, lo, hi int) {
 
 // maskedSoftmaxRow sets row = softmax(row) over the entries with keep != 0
 // (all if keep is nil) and 0 elsewhere; a row with nothing kept is all 0.
-func maskedSoftmaxRow[T float](row, keep []T) {
-	m := T(math.Inf(-1))
+// It returns the row maximum m and Σ exp(row - m) over the kept entries
+// (-Inf and 0 for a row with nothing kept): log-sum-exp = m + log(sum).
+func maskedSoftmaxRow[T float](row, keep []T) (m T, sum float64) {
+	m = T(math.Inf(-1))
 	simd := useSIMD && is32[T]() && len(row) >= 8
 	switch {
 	case keep == nil:
@@ -415,16 +435,18 @@ func maskedSoftmaxRow[T float](row, keep []T) {
 	}
 	if math.IsInf(float64(m), -1) {
 		clear(row)
-		return
+		return m, 0
 	}
-	inv := T(1 / expSub(row, row, m))
+	sum = expSub(row, row, m)
+	inv := T(1 / sum)
 	if simd {
 		scaleVec32SIMD(f32s(row), f32s(row), float32(inv))
-		return
+		return m, sum
 	}
 	for j := range row {
 		row[j] *= inv
 	}
+	return m, sum
 }
 
 func (cpuBackend) AttentionBackward(dq, dk, dv, gout, q, k, v, probs *Tensor, scale float64) {
@@ -449,36 +471,54 @@ func attentionBackRange[T float](j *job, lo, hi int) {
 	scale := T(j.f[0])
 	sp, ds := scratchT[T](n * n)
 	for bh := lo; bh < hi; bh++ {
-		oq, ldq := headOff(tq, bh, nh)
-		ok, ldk := headOff(tk, bh, nh)
-		ov, ldv := headOff(tv, bh, nh)
-		og, ldg := headOff(tg, bh, nh)
+		var a attnHead
+		a.set(j.t[4], j.t[5], j.t[6], j.t[3], j.t[0], j.t[1], j.t[2], bh, nh)
 		op, ldp := headOff(j.t[7], bh, nh)
-		odq, lddq := headOff(j.t[0], bh, nh)
-		odk, lddk := headOff(j.t[1], bh, nh)
-		odv, lddv := headOff(j.t[2], bh, nh)
-		// dv = Pᵀ·gout
-		gemmT(true, false, n, dh, n, 1, p[op:], ldp, g[og:], ldg, 0, dv[odv:], lddv)
-		// dP = gout·vᵀ
-		gemmT(false, true, n, n, dh, 1, g[og:], ldg, v[ov:], ldv, 0, ds, n)
-		// dS = P∘(dP - rowsum(dP∘P))
-		for i := range n {
-			pr := p[op+i*ldp : op+i*ldp+n]
-			dr := ds[i*n : (i+1)*n]
-			s := 0.0
-			for jj := range dr {
-				s += float64(dr[jj]) * float64(pr[jj])
-			}
-			st := T(s)
-			for jj := range dr {
-				dr[jj] = pr[jj] * (dr[jj] - st)
-			}
-		}
-		// dq = scale·dS·k,  dk = scale·dSᵀ·q
-		gemmT(false, false, n, dh, n, scale, ds, n, k[ok:], ldk, 0, dq[odq:], lddq)
-		gemmT(true, false, n, dh, n, scale, ds, n, q[oq:], ldq, 0, dk[odk:], lddk)
+		attnBackHead(&a, n, dh, scale, p[op:], ldp, ds, q, k, v, g, dq, dk, dv)
 	}
 	putScratch(sp)
+}
+
+// attnHead holds the offsets and row strides of one (batch, head) pair of
+// the operands of the attention backward.
+type attnHead struct {
+	oq, ldq, ok, ldk, ov, ldv, og, ldg int
+	odq, lddq, odk, lddk, odv, lddv    int
+}
+
+func (a *attnHead) set(tq, tk, tv, tg, tdq, tdk, tdv *Tensor, bh, nh int) {
+	a.oq, a.ldq = headOff(tq, bh, nh)
+	a.ok, a.ldk = headOff(tk, bh, nh)
+	a.ov, a.ldv = headOff(tv, bh, nh)
+	a.og, a.ldg = headOff(tg, bh, nh)
+	a.odq, a.lddq = headOff(tdq, bh, nh)
+	a.odk, a.lddk = headOff(tdk, bh, nh)
+	a.odv, a.lddv = headOff(tdv, bh, nh)
+}
+
+// attnBackHead computes the attention gradients of one head from its
+// probabilities p (n×n, row stride ldp) with ds (n×n) as scratch.
+func attnBackHead[T float](a *attnHead, n, dh int, scale T, p []T, ldp int, ds, q, k, v, g, dq, dk, dv []T) {
+	// dv = Pᵀ·gout
+	gemmT(true, false, n, dh, n, 1, p, ldp, g[a.og:], a.ldg, 0, dv[a.odv:], a.lddv)
+	// dP = gout·vᵀ
+	gemmT(false, true, n, n, dh, 1, g[a.og:], a.ldg, v[a.ov:], a.ldv, 0, ds, n)
+	// dS = P∘(dP - rowsum(dP∘P))
+	for i := range n {
+		pr := p[i*ldp : i*ldp+n]
+		dr := ds[i*n : (i+1)*n]
+		s := 0.0
+		for jj := range dr {
+			s += float64(dr[jj]) * float64(pr[jj])
+		}
+		st := T(s)
+		for jj := range dr {
+			dr[jj] = pr[jj] * (dr[jj] - st)
+		}
+	}
+	// dq = scale·dS·k,  dk = scale·dSᵀ·q
+	gemmT(false, false, n, dh, n, scale, ds, n, k[a.ok:], a.ldk, 0, dq[a.odq:], a.lddq)
+	gemmT(true, false, n, dh, n, scale, ds, n, q[a.oq:], a.ldq, 0, dk[a.odk:], a.lddk)
 }
 
 // ---- AdamW ----

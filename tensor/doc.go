@@ -31,7 +31,8 @@
 // allocate nothing, so training loops can run garbage-free. Elementwise ops
 // accept dst aliasing an input (in-place updates such as Add(x, x, y)).
 // Inputs of one op share a dtype and a backend. The few ops that accumulate
-// say so (ScatterAdd, and the dgamma/dbeta of LayerNormBackward).
+// say so (ScatterAdd, GINEAggregateBackward, and the dgamma/dbeta of
+// LayerNormBackward).
 //
 // # Broadcasting
 //

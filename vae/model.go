@@ -305,6 +305,12 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mod
 	}
 	edges := nn.Edges{Src: b.Src, Dst: b.Dst}
 	ef := nn.EdgeFeatures{Classes: b.EdgeLabels}
+	// One index of the batch's edges for every layer (and the backward
+	// pass): a GPU backend uploads it once; the tape frees its copy.
+	if ix, err := edges.Indexed(nodes, b.EdgeLabels, m.Cfg.EdgeClasses); err == nil {
+		edges = ix
+		tp.OwnIndex(ix.Index)
+	}
 	for l, c := range m.convs {
 		z := c.Forward(tp, h, edges, ef)
 		switch n := m.norms[l].(type) {

@@ -1,6 +1,6 @@
 // common.cuh: definitions shared by every lgflow kernel. The Go side
 // (package cuda) concatenates common.cuh, elementwise.cu, reduce.cu,
-// index.cu and fused.cu, in that order, into one NVRTC program. No header of
+// index.cu, fused.cu and gine.cu, in that order, into one NVRTC program. No header of
 // the CUDA toolkit is included: NVRTC provides the device math functions,
 // atomics and warp intrinsics used here.
 //

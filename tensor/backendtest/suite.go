@@ -59,6 +59,8 @@ var cases = []testCase{
 	{"IndexSelect", testIndexSelect},
 	{"ScatterAdd", testScatterAdd},
 	{"SegmentSum", testSegmentSum},
+	{"GINEAggregate", testGINEAggregate},
+	{"GINEAggregateBackward", testGINEAggregateBackward},
 	{"LayerNorm", testLayerNorm},
 	{"LayerNormBackward", testLayerNormBackward},
 	{"SoftmaxCrossEntropy", testCrossEntropy},
@@ -66,6 +68,14 @@ var cases = []testCase{
 	{"Attention", testAttention},
 	{"AttentionBackward", testAttentionBackward},
 	{"AdamWStep", testAdamW},
+	{"LayerNormModulate", testLayerNormModulate},
+	{"LayerNormModulateBackward", testLayerNormModulateBackward},
+	{"GateResidual", testGateResidual},
+	{"GateResidualBackward", testGateResidualBackward},
+	{"BiasGELU", testBiasGELU},
+	{"BiasGELUBackward", testBiasGELUBackward},
+	{"FlashAttention", testFlashAttention},
+	{"FlashAttentionBackward", testFlashAttentionBackward},
 }
 
 // Methods returns the names of the Backend methods the suite covers, one

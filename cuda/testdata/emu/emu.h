@@ -30,6 +30,8 @@ static dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, 8); return d; }
+static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
+static inline long long __double_as_longlong(double d) { long long i; memcpy(&i, &d, 8); return i; }
 
 template <typename T>
 static inline T atomicAdd(T* p, T v) {

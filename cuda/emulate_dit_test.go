@@ -1,0 +1,18 @@
+package cuda
+
+import (
+	"testing"
+
+	"lgflow/tensor/backendtest"
+)
+
+// TestEmulatedDiTOps runs the conformance cases of the diffusion
+// transformer's fused ops on the emulated backend (a subset of
+// TestEmulatedConformance, quicker to iterate on).
+func TestEmulatedDiTOps(t *testing.T) {
+	b := emulatedBackend(t)
+	for _, m := range []string{"LayerNormModulate", "LayerNormModulateBackward", "GateResidual",
+		"GateResidualBackward", "BiasGELU", "BiasGELUBackward", "FlashAttention", "FlashAttentionBackward"} {
+		t.Run(m, func(t *testing.T) { backendtest.RunOne(t, b, m) })
+	}
+}
