@@ -27,7 +27,7 @@ import (
 //	-vae-time -flow-time   training time budgets; -vae-steps -flow-steps
 //	-max-train N           train on the first N training graphs
 //	-n -batch -seed        samples, sampling batch, seed
-//	-steps -edge-rule -edge-margin -constrained -temperature -final-jump
+//	-steps -method -edge-rule -edge-margin -constrained -temperature -final-jump
 //	                       sampler settings (default: flow.Sample's)
 //	-data DIR -data-seed S data directory and synthetic-data seed
 //	-device cpu|cuda       where training steps and the denoiser run
@@ -44,6 +44,7 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.StringVar(&o.FlowPath, "flow", "", "LG-Flow checkpoint (default pretrained/<dataset>/flow.safetensors, or the one -train makes)")
 	fs.IntVar(&o.N, "n", 0, "graphs to sample (0: the paper's number for the dataset)")
 	fs.IntVar(&o.Steps, "steps", 0, "sampler steps (0: flow.Sample's default)")
+	fs.StringVar(&o.Method, "method", "", "integrator: euler (one denoiser pass a step) or heun (two); default: flow.Sample's, euler")
 	fs.IntVar(&o.Batch, "batch", 0, "sampling batch size (0: the dataset's default)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "sampling seed")
 	fs.StringVar(&o.EdgeRule, "edge-rule", "", "decoding of undirected edges: or (the reference rule), and (both directions must agree), mean (mean score); default: flow.Sample's")

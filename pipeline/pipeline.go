@@ -72,6 +72,8 @@ type Options struct {
 	Constrained bool
 	Temperature float64
 	FinalJump   float64
+	// Method is the integrator, a flow.Method name (euler, heun; "": flow.Sample's default).
+	Method string
 
 	// Data configures dataset loading (data directory, synthetic seed,
 	// split sizes).
@@ -118,6 +120,13 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 	}
 	if o.FinalJump > 0 {
 		opts = append(opts, flow.WithFinalJump(o.FinalJump))
+	}
+	switch m := flow.Method(o.Method); m {
+	case "":
+	case flow.Euler, flow.Heun:
+		opts = append(opts, flow.WithMethod(m))
+	default:
+		return nil, fmt.Errorf("pipeline: unknown sampler method %q (euler or heun)", o.Method)
 	}
 	return opts, nil
 }

@@ -472,3 +472,33 @@ func TestShippedModelsLoad(t *testing.T) {
 		t.Error("no shipped flow found: the check is vacuous")
 	}
 }
+
+// TestSampleOptionsBad: sampler settings that cannot be honoured are errors,
+// not silently ignored.
+func TestSampleOptionsBad(t *testing.T) {
+	spec, err := Lookup("planar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		o    Options
+		ok   bool
+	}{
+		{"defaults", Options{}, true},
+		{"heun", Options{Method: "heun"}, true},
+		{"euler", Options{Method: "euler"}, true},
+		{"unknown method", Options{Method: "rk4"}, false},
+		{"negative steps", Options{Steps: -1}, false},
+		{"negative temperature", Options{Temperature: -0.5}, false},
+		{"unknown edge rule", Options{EdgeRule: "xor"}, false},
+	} {
+		opts, err := c.o.sampleOptions(spec)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: err = %v, want ok = %v", c.name, err, c.ok)
+		}
+		if c.ok && len(opts) < 2 {
+			t.Errorf("%s: %d options, want seed and batch at least", c.name, len(opts))
+		}
+	}
+}

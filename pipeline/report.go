@@ -20,9 +20,10 @@ type Report struct {
 	// decoding).
 	NSamples      int     `json:"n_samples"`
 	SampleSeconds float64 `json:"sample_seconds"`
-	// Steps, EdgeRule, EdgeMargin, Temperature and FinalJump are the sampler settings
+	// Steps, Method, EdgeRule, EdgeMargin, Temperature and FinalJump are the sampler settings
 	// the run set; 0 and "" mean flow.Sample's defaults.
 	Steps       int      `json:"steps"`
+	Method      string   `json:"method,omitempty"`
 	Seed        uint64   `json:"seed"`
 	EdgeRule    string   `json:"edge_rule"`
 	EdgeMargin  *float64 `json:"edge_margin,omitempty"`
@@ -78,7 +79,7 @@ type Report struct {
 }
 
 func newReport(spec Spec, o Options, n int) *Report {
-	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Steps: o.Steps, Seed: o.Seed,
+	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Steps: o.Steps, Method: o.Method, Seed: o.Seed,
 		EdgeMargin: o.EdgeMargin, Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
 		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained}
 	if o.Constrained {
@@ -207,9 +208,16 @@ func width(c Column) int {
 // notes and the hardware.
 func (r *Report) WriteTable(w io.Writer, spec Spec) error {
 	var b strings.Builder
-	sampler := fmt.Sprintf("%d Euler steps", r.Steps)
+	method := "Euler"
+	if r.Method == "heun" {
+		method = "Heun"
+	}
+	sampler := fmt.Sprintf("%d %s steps", r.Steps, method)
 	if r.Steps == 0 {
 		sampler = "flow.Sample's default steps"
+		if r.Method == "heun" {
+			sampler += " (Heun)"
+		}
 	}
 	units := "MMD² × 1e3"
 	switch spec.Kind {
