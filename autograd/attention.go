@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"lgflow/internal/parallel"
 	"lgflow/tensor"
 )
 
@@ -206,7 +207,7 @@ func maskValues(t *tensor.Tensor) []float64 {
 func maskedSoftmax[T float](s []T, allowed []bool, b, h, nq, m int) {
 	rows := b * h * nq
 	s32, is32 := any(s).([]float32)
-	parallelRows(rows, rows*m, func(lo, hi int) {
+	parallel.Rows(rows, rows*m, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := s[r*m : (r+1)*m]
 			var al []bool
@@ -312,7 +313,7 @@ func (s *attentionSaved) backward(tp *Tape, out *Var) {
 
 // softmaxGradRows turns dP into dS = P ⊙ (dP − rowsum(dP ⊙ P)) in place.
 func softmaxGradRows[T float](d, p []T, rows, m int) {
-	parallelRows(rows, rows*m, func(lo, hi int) {
+	parallel.Rows(rows, rows*m, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			dr, pr := d[r*m:(r+1)*m], p[r*m:(r+1)*m]
 			var s float64

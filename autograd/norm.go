@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"lgflow/internal/parallel"
 	"lgflow/tensor"
 )
 
@@ -148,7 +149,7 @@ type batchNormSaved struct {
 var batchNormKind = newSavedKind[batchNormSaved]()
 
 func bnForward[T float](y, x, gamma, beta, mean, variance, rstd []T, rows, c int, eps float64) {
-	parallelCols(c, rows*c, func(lo, hi int) {
+	parallel.Cols(c, rows*c, func(lo, hi int) {
 		w := hi - lo
 		acc := make([]float64, 2*w)
 		s, q := acc[:w], acc[w:]
@@ -251,7 +252,7 @@ func (s *batchNormSaved) backward(tp *Tape, out *Var) {
 }
 
 func bnBackward[T float](dx, dgamma, dbeta, gy, x, gamma, mean, rstd []T, rows, c int) {
-	parallelCols(c, rows*c, func(lo, hi int) {
+	parallel.Cols(c, rows*c, func(lo, hi int) {
 		w := hi - lo
 		acc := make([]float64, 2*w)
 		s1, s2 := acc[:w], acc[w:]

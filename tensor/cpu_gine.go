@@ -2,12 +2,12 @@ package tensor
 
 import (
 	"math"
-	"runtime"
-	"sync"
+
+	"lgflow/internal/parallel"
 )
 
 // The CPU's GINE kernels walk the edges in increasing k and split the
-// feature columns across cores (gineParallelCols), so every node's row
+// feature columns across cores (parallel.Cols), so every node's row
 // receives its contributions in edge order whatever the number of cores.
 
 // GINEAggregate overwrites out with the neighbourhood sums (see the package
@@ -74,34 +74,6 @@ func (cpuBackend) GINEAggregateBackward(dh, de, gout, h, e *Tensor, g *EdgeIndex
 	}
 }
 
-// gineParallelMinWork is the work (elements touched) below which a GINE
-// kernel runs on the calling goroutine only.
-const gineParallelMinWork = 1 << 15
-
-// gineParallelCols splits the columns [0, cols) into one block per CPU,
-// aligned to 16 elements (so blocks do not share cache lines), and runs f
-// on each block concurrently; small jobs run inline.
-func gineParallelCols(cols, work int, f func(lo, hi int)) {
-	p := runtime.GOMAXPROCS(0)
-	if p == 1 || work < gineParallelMinWork || cols < 32 {
-		f(0, cols)
-		return
-	}
-	block := (cols + p - 1) / p
-	block = (block + 15) &^ 15
-	var wg sync.WaitGroup
-	for lo := block; lo < cols; lo += block {
-		hi := min(lo+block, cols)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(lo, hi)
-		}()
-	}
-	f(0, min(block, cols))
-	wg.Wait()
-}
-
 // The ReLU is applied branch-free (multiplying by the inverted sign bit):
 // with random signs a branch mispredicts half the time and runs ~3x slower.
 
@@ -109,10 +81,10 @@ func gineForward[T float](y, h, e []T, src, dst, eidx []int32, f, work int) {
 	switch y := any(y).(type) {
 	case []float32:
 		h, e := any(h).([]float32), any(e).([]float32)
-		gineParallelCols(f, work, func(lo, hi int) { gineForward32(y, h, e, src, dst, eidx, f, lo, hi) })
+		parallel.Cols(f, work, func(lo, hi int) { gineForward32(y, h, e, src, dst, eidx, f, lo, hi) })
 	case []float64:
 		h, e := any(h).([]float64), any(e).([]float64)
-		gineParallelCols(f, work, func(lo, hi int) { gineForward64(y, h, e, src, dst, eidx, f, lo, hi) })
+		parallel.Cols(f, work, func(lo, hi int) { gineForward64(y, h, e, src, dst, eidx, f, lo, hi) })
 	}
 }
 
@@ -168,10 +140,10 @@ func gineGrad[T float](dh, de, gy, h, e []T, src, dst, eidx []int32, f, work int
 	switch gy := any(gy).(type) {
 	case []float32:
 		dh, de, h, e := any(dh).([]float32), any(de).([]float32), any(h).([]float32), any(e).([]float32)
-		gineParallelCols(f, work, func(lo, hi int) { gineGrad32(dh, de, gy, h, e, src, dst, eidx, f, lo, hi) })
+		parallel.Cols(f, work, func(lo, hi int) { gineGrad32(dh, de, gy, h, e, src, dst, eidx, f, lo, hi) })
 	case []float64:
 		dh, de, h, e := any(dh).([]float64), any(de).([]float64), any(h).([]float64), any(e).([]float64)
-		gineParallelCols(f, work, func(lo, hi int) { gineGrad64(dh, de, gy, h, e, src, dst, eidx, f, lo, hi) })
+		parallel.Cols(f, work, func(lo, hi int) { gineGrad64(dh, de, gy, h, e, src, dst, eidx, f, lo, hi) })
 	}
 }
 
