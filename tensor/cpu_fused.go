@@ -93,29 +93,7 @@ func layerNormRow[T float](yr, xr, gamma, beta []T, eps float64) (mean, rstd T) 
 	mu := sumVec(xr) / float64(d)
 	rs := 1 / math.Sqrt(sumSquaredDev(xr, mu)/float64(d)+eps)
 	m, s := T(mu), T(rs)
-	yr = yr[:d]
-	switch {
-	case gamma != nil && beta != nil:
-		g, b := gamma[:d], beta[:d]
-		for i := range yr {
-			yr[i] = (xr[i]-m)*s*g[i] + b[i]
-		}
-	case gamma != nil:
-		g := gamma[:d]
-		for i := range yr {
-			yr[i] = (xr[i] - m) * s * g[i]
-		}
-	default:
-		for i := range yr {
-			yr[i] = (xr[i] - m) * s
-		}
-		if beta != nil {
-			b := beta[:d]
-			for i := range yr {
-				yr[i] += b[i]
-			}
-		}
-	}
+	layerNormAffine(yr, xr, gamma, beta, m, s)
 	return m, s
 }
 

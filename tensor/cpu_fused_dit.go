@@ -184,8 +184,9 @@ func layerNormModBackRange[T float](j *job, lo, hi int) {
 	}
 }
 
-// layerNormAffine sets yr to (xr - m)·s·gamma + beta exactly as
-// layerNormRow does with the statistics m and s.
+// layerNormAffine sets yr to (xr - m)·s·gamma + beta with the row
+// statistics m and s (gamma and beta optional): the second half of
+// layerNormRow, shared with the modulated LayerNorm so both round alike.
 func layerNormAffine[T float](yr, xr, gamma, beta []T, m, s T) {
 	d := len(xr)
 	yr = yr[:d]
