@@ -7,11 +7,12 @@ import (
 )
 
 // TestEmulatedDiTOps runs the conformance cases of the diffusion
-// transformer's fused ops on the emulated backend (a subset of
+// transformer's fused ops, and of LayerNorm whose row statistics they share
+// (row_stats), on the emulated backend (a subset of
 // TestEmulatedConformance, quicker to iterate on).
 func TestEmulatedDiTOps(t *testing.T) {
 	b := emulatedBackend(t)
-	for _, m := range []string{"LayerNormModulate", "LayerNormModulateBackward", "GateResidual",
+	for _, m := range []string{"LayerNorm", "LayerNormBackward", "LayerNormModulate", "LayerNormModulateBackward", "GateResidual",
 		"GateResidualBackward", "BiasGELU", "BiasGELUBackward", "FlashAttention", "FlashAttentionBackward"} {
 		t.Run(m, func(t *testing.T) { backendtest.RunOne(t, b, m) })
 	}

@@ -116,6 +116,30 @@ __device__ __forceinline__ double block_sum(double v, double* sh) {
     return sh[0];
 }
 
+// row_stats sets mu and rs to the mean and 1/sqrt(variance + eps) of the
+// row xr of d elements, in double (two passes), for every thread of the
+// block, and writes them rounded to T into mean[r] and rstd[r] where those
+// are not null. sh holds 32 doubles of shared memory.
+template <typename T>
+__device__ void row_stats(const T* xr, long long d, double eps, double* sh, T* mean, T* rstd,
+                          long long r, double* mu, double* rs) {
+    double s = 0.0;
+    for (long long i = threadIdx.x; i < d; i += blockDim.x) s += (double)xr[i];
+    double m = block_sum(s, sh) / (double)d;
+    double v = 0.0;
+    for (long long i = threadIdx.x; i < d; i += blockDim.x) {
+        double c = (double)xr[i] - m;
+        v += c * c;
+    }
+    double q = 1.0 / sqrt(block_sum(v, sh) / (double)d + eps);
+    if (threadIdx.x == 0) {
+        if (mean != 0) mean[r] = (T)m;
+        if (rstd != 0) rstd[r] = (T)q;
+    }
+    *mu = m;
+    *rs = q;
+}
+
 // max_cnt combines running (maximum of the non-NaN values, count of non-NaN
 // values) pairs.
 __device__ __forceinline__ void max_cnt_combine(double& m, double& c, double m2, double c2) {

@@ -19,19 +19,8 @@ __global__ void ln_mod(T* y, T* mean, T* rstd, const T* x, const T* gamma, long 
         const T* xr = x + r * d;
         T* yr = y + r * d;
         long long g = r / R;
-        double s = 0.0;
-        for (long long i = threadIdx.x; i < d; i += blockDim.x) s += (double)xr[i];
-        double mu = block_sum(s, sh) / (double)d;
-        double v = 0.0;
-        for (long long i = threadIdx.x; i < d; i += blockDim.x) {
-            double c = (double)xr[i] - mu;
-            v += c * c;
-        }
-        double rs = 1.0 / sqrt(block_sum(v, sh) / (double)d + eps);
-        if (threadIdx.x == 0) {
-            if (mean != 0) mean[r] = (T)mu;
-            if (rstd != 0) rstd[r] = (T)rs;
-        }
+        double mu, rs;
+        row_stats(xr, d, eps, sh, mean, rstd, r, &mu, &rs);
         T m = (T)mu, sc = (T)rs;
         for (long long i = threadIdx.x; i < d; i += blockDim.x) {
             T u = (xr[i] - m) * sc;
