@@ -306,7 +306,9 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mod
 	edges := nn.Edges{Src: b.Src, Dst: b.Dst}
 	ef := nn.EdgeFeatures{Classes: b.EdgeLabels}
 	// One index of the batch's edges for every layer (and the backward
-	// pass): a GPU backend uploads it once; the tape frees its copy.
+	// pass): a GPU backend uploads it once; the tape frees its copy. A
+	// malformed batch fails here without an index and is then reported by
+	// the layers' own index checks.
 	if ix, err := edges.Indexed(nodes, b.EdgeLabels, m.Cfg.EdgeClasses); err == nil {
 		edges = ix
 		tp.OwnIndex(ix.Index)
