@@ -752,4 +752,74 @@ func TestTrainInit(t *testing.T) {
 	if _, err := flow.Train(ctx, other, f.ae, f.data, f.lat, flow.TrainOptions{Init: f.model}); err == nil || !strings.Contains(err.Error(), "initial denoiser") {
 		t.Errorf("Init of another depth: error %v", err)
 	}
+	std := cfg
+	std.Standardize = true
+	if _, err := flow.Train(ctx, std, f.ae, f.data, f.lat, flow.TrainOptions{Init: f.model}); err == nil || !strings.Contains(err.Error(), "standardised") {
+		t.Errorf("Init of a globally scaled flow for a standardised one: error %v", err)
+	}
+}
+
+// TestTrainInitScale checks the latent scale of a flow started from another
+// one: the initial flow's own scale with the same encoder (not one computed
+// afresh from another first batch), and that scale divided by 2 for an
+// encoder whose latents are exactly twice as large, so that the denoiser
+// sees the data at the spread it was trained on.
+func TestTrainInitScale(t *testing.T) {
+	f := getFixture(t)
+	ctx := context.Background()
+	cfg := f.cfg
+	cfg.Steps, cfg.LR, cfg.ValEvery, cfg.Seed = 1, 1e-12, 0, 7
+	fresh, err := flow.Train(ctx, cfg, f.ae, f.data, f.lat, flow.TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(fresh.Scale/f.model.Scale-1) < 1e-3 {
+		t.Fatalf("scales from the first batches of seeds 0 and 7 agree (%g, %g): the check is vacuous", fresh.Scale, f.model.Scale)
+	}
+	same, err := flow.Train(ctx, cfg, f.ae, f.data, f.lat, flow.TrainOptions{Init: f.model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same.Scale != f.model.Scale {
+		t.Errorf("same encoder: scale %g, want the initial flow's %g", same.Scale, f.model.Scale)
+	}
+
+	// An encoder whose mean head is doubled: every latent mean is twice
+	// the fixture's.
+	twice, err := vae.New(vaeConfig(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd := nn.StateDict(twice)
+	for _, name := range []string{"encoder.head.2.weight", "encoder.head.2.bias"} {
+		p, ok := sd[name]
+		if !ok {
+			t.Fatalf("no %s in the LG-VAE", name)
+		}
+		rows := p.Dim(0) / 2 // the first half of the outputs is mu
+		for i := range rows * (p.Size() / p.Dim(0)) {
+			idx := []int{i}
+			if p.Rank() == 2 {
+				idx = []int{i / p.Dim(1), i % p.Dim(1)}
+			}
+			p.Set(2*p.At(idx...), idx...)
+		}
+	}
+	if twice.EncoderFingerprint() == f.ae.EncoderFingerprint() {
+		t.Fatal("the doubled encoder has the fixture's fingerprint")
+	}
+	lat2, err := flow.EncodeLatents(ctx, twice, f.data, 5, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lat2.Mu[0].At(0, 0), 2*f.lat.Mu[0].At(0, 0); math.Abs(got-want) > 1e-5*math.Abs(want) {
+		t.Fatalf("doubled encoder: latent %g, want %g", got, want)
+	}
+	moved, err := flow.Train(ctx, cfg, twice, f.data, lat2, flow.TrainOptions{Init: f.model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := f.model.Scale / 2; math.Abs(moved.Scale/want-1) > 1e-5 {
+		t.Errorf("encoder with latents twice as large: scale %g, want %g", moved.Scale, want)
+	}
 }

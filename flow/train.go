@@ -110,6 +110,45 @@ func (l *Latents) latentScale(idx []int, sample bool, r *tensor.RNG) float64 {
 	return 1 / std
 }
 
+// initScale returns the latent scale that shows init's denoiser this
+// training set's latents at the spread it was trained on. With the same
+// encoder it is init's own scale. With another one (an autoencoder
+// fine-tuned from init's) it is init's scale times the ratio of the two
+// encoders' latent spreads on the same graphs, idx: a scale computed afresh
+// from one batch differs from the stored one by several per cent, and the
+// denoiser's data-end predictions are that sensitive to it.
+func initScale(ctx context.Context, init *Model, ae *vae.Model, train *vae.Dataset, lat *Latents, idx []int) (float64, error) {
+	if init.VAE == nil || init.VAE.EncoderFingerprint() == ae.EncoderFingerprint() {
+		return init.Scale, nil
+	}
+	gs := make([]*graph.Graph, len(idx))
+	for i, j := range idx {
+		gs[i] = train.Graphs[j]
+	}
+	d, err := vae.Prepare(ctx, gs, init.VAE.Cfg, nil)
+	if err != nil {
+		return 0, fmt.Errorf("flow: the initial denoiser's autoencoder: %w", err)
+	}
+	old, err := EncodeLatents(ctx, init.VAE, d, len(gs), nil)
+	if err != nil {
+		return 0, fmt.Errorf("flow: the initial denoiser's autoencoder: %w", err)
+	}
+	all := make([]int, len(gs))
+	for i := range all {
+		all[i] = i
+	}
+	// latentScale is 1/std: init.Scale · std(old) / std(new).
+	return init.Scale * lat.latentScale(idx, false, nil) / old.latentScale(all, false, nil), nil
+}
+
+// latentForm names a latent parametrisation in errors.
+func latentForm(standardized bool) string {
+	if standardized {
+		return "per-dimension standardised"
+	}
+	return "globally scaled"
+}
+
 // Progress is reported by Train.
 type Progress struct {
 	Step, Steps int
@@ -130,8 +169,10 @@ type TrainOptions struct {
 	// the EMA's): those of a flow with the same DiT configuration trained
 	// elsewhere, for example on smaller graphs of the same family or in
 	// the latent space of the autoencoder this one's was fine-tuned from.
-	// Only its denoiser is used: the latent scale and node counts come
-	// from this training set. A resumed state takes precedence.
+	// Its denoiser is used, and its latent scale (adjusted by the ratio
+	// of the latent spreads when the autoencoder differs, initScale); the
+	// node counts come from this training set. A resumed state takes
+	// precedence.
 	Init *Model
 	// Score rates validation samples (higher is better, e.g. the fraction
 	// of valid graphs); nil disables validation-based selection and the
@@ -304,6 +345,9 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		if opts.Init.Cfg.DiT != cfg.DiT {
 			return nil, fmt.Errorf("flow: the initial denoiser is %+v, this flow's %+v", opts.Init.Cfg.DiT, cfg.DiT)
 		}
+		if opts.Init.Cfg.Standardize != cfg.Standardize {
+			return nil, fmt.Errorf("flow: the initial denoiser worked on %s latents, this flow on %s ones", latentForm(opts.Init.Cfg.Standardize), latentForm(cfg.Standardize))
+		}
 		if err := nn.LoadStateDict(net, nn.StateDict(opts.Init.Net)); err != nil {
 			return nil, fmt.Errorf("flow: initial weights: %w", err)
 		}
@@ -327,10 +371,15 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	}
 	m := &Model{Cfg: cfg, VAE: ae, NodeCounts: NodeCountHistogram(train.Graphs)}
 	n := len(train.Graphs)
-	m.Scale = lat.latentScale(trainer.BatchOrder(cfg.Seed^0xf10f10, n, cfg.BatchSize, 0), cfg.SampleLatents, tensor.NewRNG(cfg.Seed^0x5ca1e))
+	first := trainer.BatchOrder(cfg.Seed^0xf10f10, n, cfg.BatchSize, 0)
+	m.Scale = lat.latentScale(first, cfg.SampleLatents, tensor.NewRNG(cfg.Seed^0x5ca1e))
 	if cfg.Standardize {
 		m.Scale = 1
 		m.Mean, m.Std = lat.latentStats()
+	} else if opts.Init != nil {
+		if m.Scale, err = initScale(ctx, opts.Init, ae, train, lat, first); err != nil {
+			return nil, err
+		}
 	}
 
 	var run trainer.RunState
