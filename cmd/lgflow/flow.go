@@ -78,7 +78,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	preset := fs.String("preset", "cpu", "preset: cpu (a small DiT for two cores, sized for the dataset), paper (the reference's DiT, batch and steps for the dataset), or the DiT sizes T, S, B (or tiny)")
 	out := fs.String("out", "", "output directory (flow.safetensors: best; last.safetensors: latest EMA; state.safetensors)")
 	resume := fs.Bool("resume", false, "continue from OUT/state.safetensors")
-	initPath := fs.String("init", "", "start from this flow's denoiser weights (same DiT; e.g. a flow for smaller graphs of the dataset, or in the space of the LG-VAE -vae was fine-tuned from)")
+	initPath := fs.String("init", "", "start from this flow's denoiser weights and latent scale (same DiT; e.g. a flow for smaller graphs of the dataset, or in the space of the LG-VAE -vae was fine-tuned from: the scale is then adjusted by the ratio of the two encoders' latent spreads)")
 	initVAE := fs.String("init-vae", "", "with -init: the LG-VAE that flow was trained with (default: -vae)")
 	seed := fs.Uint64("seed", 0, "seed")
 	dataSeed := fs.Uint64("data-seed", 0, "seed of the synthetic dataset")
