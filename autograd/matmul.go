@@ -153,13 +153,12 @@ func (tp *Tape) Linear(x, w, b *Var) *Var {
 	yShape := append(append(make([]int, 0, len(xs)), xs[:len(xs)-1]...), out)
 	y := tp.alloc(x.Value, yShape...)
 	y2 := y.Reshape(rows, out)
-	beta := 0.0
-	if b != nil {
-		tensor.Copy(y2, b.Value)
-		beta = 1
-	}
 	we, tw := operand(w.Value, true)
-	tensor.Gemm(y2, 1, x2, we, false, tw, beta)
+	if b != nil {
+		tensor.GemmBias(y2, 1, x2, we, false, tw, b.Value)
+	} else {
+		tensor.Gemm(y2, 1, x2, we, false, tw, 0)
+	}
 	res, s := record(tp, y, tp.anyGrad(x, w, b), linearKind)
 	if s != nil {
 		*s = linearSaved{x: x, w: w, bias: b, xRows: x2, wMat: we, wMatT: tw}

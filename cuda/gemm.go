@@ -55,6 +55,16 @@ func (b *Backend) Gemm(dst *tensor.Tensor, alpha float64, x, y *tensor.Tensor, t
 	b.gemm(dst, alpha, x, y, transA, transB, beta)
 }
 
+// GemmBias sets dst = alpha·op(a)·op(b) + bias (bias of shape (n,) added
+// to every row): bias is copied into dst, then cuBLAS accumulates the
+// product onto it (beta = 1).
+func (b *Backend) GemmBias(dst *tensor.Tensor, alpha float64, x, y *tensor.Tensor, transA, transB bool, bias *tensor.Tensor) {
+	b.enter()
+	defer b.exit()
+	b.copy(dst, bias)
+	b.gemm(dst, alpha, x, y, transA, transB, 1)
+}
+
 func (b *Backend) gemm(c *tensor.Tensor, alpha float64, a, bm *tensor.Tensor, transA, transB bool, beta float64) {
 	if c.Size() == 0 {
 		return

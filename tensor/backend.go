@@ -193,6 +193,11 @@ type Backend interface {
 	// shared; dst is (..., m, n). When beta == 0, dst's prior contents are
 	// ignored (NaNs included).
 	Gemm(dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, beta float64)
+	// GemmBias sets dst = alpha·op(a)·op(b) + bias, with shapes validated by
+	// the package function GemmBias (bias has shape (n,) and is added to
+	// every row); dst's prior contents are ignored. A backend without a
+	// fused form copies bias into dst and calls Gemm with beta = 1.
+	GemmBias(dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, bias *Tensor)
 
 	// IndexSelect sets dst to the slices of a at indices idx along axis
 	// (indices already checked to be in range).

@@ -77,6 +77,10 @@ func (f fakeBackend) Gemm(dst *Tensor, alpha float64, a, b *Tensor, transA, tran
 	*f.calls++
 	CPU.Gemm(h(dst), alpha, h(a), h(b), transA, transB, beta)
 }
+func (f fakeBackend) GemmBias(dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, bias *Tensor) {
+	*f.calls++
+	CPU.GemmBias(h(dst), alpha, h(a), h(b), transA, transB, h(bias))
+}
 func (f fakeBackend) IndexSelect(dst, a *Tensor, axis int, idx []int32) {
 	CPU.IndexSelect(h(dst), h(a), axis, idx)
 }

@@ -45,6 +45,25 @@ func matOf(t *Tensor) (flip bool, ld int, ok bool) {
 }
 
 func (cpuBackend) Gemm(dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, beta float64) {
+	cpuGemm(dst, alpha, a, b, transA, transB, beta, nil)
+}
+
+// GemmBias sets dst = alpha·op(a)·op(b) + bias. A contiguous bias reaches
+// the GEMM kernels, which add it to each tile of dst while it is in cache;
+// other layouts (and a dst stored transposed) are copied into dst first.
+func (cpuBackend) GemmBias(dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, bias *Tensor) {
+	fc, _, ok := matOf(dst)
+	if !bias.IsContiguous() || fc || !ok || len(dst.shape)-2 > maxDims || a.Size() == 0 || b.Size() == 0 || alpha == 0 {
+		CPU.Copy(dst, bias)
+		cpuGemm(dst, alpha, a, b, transA, transB, 1, nil)
+		return
+	}
+	cpuGemm(dst, alpha, a, b, transA, transB, 0, bias)
+}
+
+// cpuGemm is Gemm; a non-nil bias (then beta == 0, dst not stored
+// transposed and not copied, k > 0, alpha != 0) is added to every row.
+func cpuGemm(dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, beta float64, bias *Tensor) {
 	if a.Size() == 0 || b.Size() == 0 || alpha == 0 {
 		// k == 0 (dst is not empty): the product is zero.
 		if beta == 0 {
@@ -95,7 +114,7 @@ func (cpuBackend) Gemm(dst *Tensor, alpha float64, a, b *Tensor, transA, transB 
 			if rows == 1 {
 				ldcT, ldaT = max(n, 1), max(k, 1)
 			}
-			j.t[0], j.t[1], j.t[2] = out, a, b
+			j.t[0], j.t[1], j.t[2], j.t[3] = out, a, b, bias
 			j.b[0], j.b[1] = false, transB != fb
 			j.n[0], j.n[1], j.n[2], j.n[3], j.n[4], j.n[5] = rows, n, k, ldaT, ldb, ldcT
 			j.f[0], j.f[1] = alpha, beta
@@ -108,7 +127,7 @@ func (cpuBackend) Gemm(dst *Tensor, alpha float64, a, b *Tensor, transA, transB 
 			return
 		}
 	}
-	j.t[0], j.t[1], j.t[2] = out, a, b
+	j.t[0], j.t[1], j.t[2], j.t[3] = out, a, b, bias
 	j.b[0], j.b[1] = transA != fa, transB != fb
 	j.n[0], j.n[1], j.n[2], j.n[3], j.n[4], j.n[5] = m, n, k, lda, ldb, ldc
 	j.f[0], j.f[1] = alpha, beta
@@ -145,6 +164,10 @@ func (cpuBackend) Gemm(dst *Tensor, alpha float64, a, b *Tensor, transA, transB 
 
 func gemmRange[T float](j *job, lo, hi int) {
 	c, a, b := data[T](j.t[0]), data[T](j.t[1]), data[T](j.t[2])
+	var bias []T
+	if j.t[3] != nil {
+		bias = data[T](j.t[3])[j.t[3].offset:]
+	}
 	tA, tB := j.b[0], j.b[1]
 	m, n, k, lda, ldb, ldc := j.n[0], j.n[1], j.n[2], j.n[3], j.n[4], j.n[5]
 	l := &j.l
@@ -153,9 +176,14 @@ func gemmRange[T float](j *job, lo, hi int) {
 	for pos := lo; pos < hi; pos++ {
 		oc, oa, ob := cur.off[0], cur.off[1], cur.off[2]
 		var z T
-		if unsafe.Sizeof(z) == 4 {
+		switch {
+		case unsafe.Sizeof(z) == 4 && bias != nil:
+			gemm.SgemmBias(tA, tB, m, n, k, float32(j.f[0]), f32s(a[oa:]), lda, f32s(b[ob:]), ldb, f32s(bias), f32s(c[oc:]), ldc)
+		case unsafe.Sizeof(z) == 4:
 			gemm.Sgemm(tA, tB, m, n, k, float32(j.f[0]), f32s(a[oa:]), lda, f32s(b[ob:]), ldb, float32(j.f[1]), f32s(c[oc:]), ldc)
-		} else {
+		case bias != nil:
+			gemm.DgemmBias(tA, tB, m, n, k, j.f[0], f64s(a[oa:]), lda, f64s(b[ob:]), ldb, f64s(bias), f64s(c[oc:]), ldc)
+		default:
 			gemm.Dgemm(tA, tB, m, n, k, j.f[0], f64s(a[oa:]), lda, f64s(b[ob:]), ldb, j.f[1], f64s(c[oc:]), ldc)
 		}
 		if pos+1 < hi {

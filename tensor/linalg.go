@@ -51,6 +51,36 @@ func Gemm(dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, beta fl
 	return gemmOp("Gemm", dst, alpha, a, b, transA, transB, beta)
 }
 
+// GemmBias sets dst = alpha·op(a)·op(b) + bias and returns dst: the forward
+// pass of a linear layer, with bias of shape (n,) added to every row (see
+// MatMul for the other shapes). dst may be nil; its previous contents are
+// ignored. The result equals Copy(dst, bias) followed by Gemm with beta = 1;
+// on the CPU the kernels add bias to each tile of dst while it is in cache
+// instead of in a separate pass over dst.
+func GemmBias(dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, bias *Tensor) *Tensor {
+	const name = "GemmBias"
+	be := pickBackend(name, dst, a, b, bias)
+	sameDType(name, a.dtype, b, bias)
+	m, n, _, batch := gemmShapes(name, a, b, transA, transB)
+	if len(bias.shape) != 1 || bias.shape[0] != n {
+		fail(ErrShape, name, "bias shape %v for %d output columns (operands %v and %v, transA %v, transB %v)", bias.shape, n, a.shape, b.shape, transA, transB)
+	}
+	if dst == nil {
+		shape := append(cloneInts(batch), m, n)
+		dst = EmptyOn(be, a.dtype, shape...)
+	} else {
+		ok := dst.dtype == a.dtype && len(dst.shape) == len(batch)+2 &&
+			dst.shape[len(batch)] == m && dst.shape[len(batch)+1] == n && sameShape(dst.shape[:len(batch)], batch)
+		if !ok {
+			fail(ErrShape, name, "dst shape %v (%v) for operands %v and %v (transA %v, transB %v)", dst.shape, dst.dtype, a.shape, b.shape, transA, transB)
+		}
+	}
+	if dst.Size() > 0 {
+		be.GemmBias(dst, alpha, a, b, transA, transB, bias)
+	}
+	return dst
+}
+
 func gemmOp(name string, dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, beta float64) *Tensor {
 	be := pickBackend(name, dst, a, b)
 	sameDType(name, a.dtype, b)

@@ -18,6 +18,58 @@ func opShape(batch []int, rows, cols int, trans bool) []int {
 	return append(s, rows, cols)
 }
 
+// testGemmBias checks dst = alpha·op(a)·op(b) + bias against copying bias
+// into dst and accumulating with Gemm (beta = 1) on the CPU: every transpose,
+// products large enough for the blocked kernels, a shared rank-2 weight
+// with batched inputs, equal batches, a strided bias, a transposed or NaN
+// dst, alpha = 0 and k = 0.
+func testGemmBias(t *testing.T, s *suite) {
+	r := tensor.NewRNG(17)
+	ref := func(dst *tensor.Tensor, alpha float64, a, b *tensor.Tensor, ta, tb bool, bias *tensor.Tensor) *tensor.Tensor {
+		tensor.Copy(dst, bias)
+		return tensor.Gemm(dst, alpha, a, b, ta, tb, 1)
+	}
+	for _, dt := range dtypes {
+		for _, d := range [][3]int{{1, 1, 1}, {7, 13, 5}, {70, 40, 50}, {130, 33, 64}} {
+			m, k, n := d[0], d[1], d[2]
+			tl := gemmTol(dt, k)
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					a := rand(r, dt, -1, 1, opShape(nil, m, k, ta)...)
+					b := rand(r, dt, -1, 1, opShape(nil, k, n, tb)...)
+					bias := rand(r, dt, -1, 1, n)
+					what := fmt.Sprintf("%v m%d k%d n%d ta %v tb %v", dt, m, k, n, ta, tb)
+					want := ref(tensor.New(dt, m, n), -0.5, a, b, ta, tb, bias)
+					nan := tensor.NewOn(s.b, dt, m, n).Fill(math.NaN())
+					s.check(t, "GemmBias over NaN "+what, tensor.GemmBias(nan, -0.5, s.on(a), s.on(b), ta, tb, s.on(bias)), want, tl)
+					s.check(t, "GemmBias nil dst "+what, tensor.GemmBias(nil, -0.5, s.on(a), s.on(b), ta, tb, s.on(bias)), want, tl)
+					ct := tensor.NewOn(s.b, dt, n, m).T()
+					s.check(t, "GemmBias transposed dst "+what, tensor.GemmBias(ct, -0.5, s.on(a), s.on(b), ta, tb, s.on(bias)), want, tl)
+					bs := tensor.NewOn(s.b, dt, n, 2).Slice(1, 1, 2).Squeeze(1)
+					tensor.Copy(bs, s.on(bias))
+					s.check(t, "GemmBias strided bias "+what, tensor.GemmBias(nil, -0.5, s.on(a), s.on(b), ta, tb, bs), want, tl)
+				}
+			}
+		}
+		// Batched inputs against a shared weight (a linear layer), and equal batches.
+		for _, bc := range []struct{ ba, bb []int }{{[]int{2, 3}, nil}, {[]int{4}, []int{4}}} {
+			m, k, n := 20, 36, 40
+			a := rand(r, dt, -1, 1, append(append([]int(nil), bc.ba...), m, k)...)
+			b := rand(r, dt, -1, 1, append(append([]int(nil), bc.bb...), n, k)...)
+			bias := rand(r, dt, -1, 1, n)
+			want := ref(tensor.MatMul(nil, a, b, false, true), 1, a, b, false, true, bias)
+			s.check(t, fmt.Sprintf("GemmBias batched %v %v,%v", dt, a.Shape(), b.Shape()), tensor.GemmBias(nil, 1, s.on(a), s.on(b), false, true, s.on(bias)), want, gemmTol(dt, k))
+		}
+		// alpha = 0 and k = 0 leave bias in every row.
+		bias := rand(r, dt, -1, 1, 2)
+		rows := tensor.Copy(tensor.New(dt, 3, 2), bias)
+		a, b := rand(r, dt, -1, 1, 3, 4), rand(r, dt, -1, 1, 4, 2)
+		s.check(t, fmt.Sprintf("GemmBias %v alpha 0", dt), tensor.GemmBias(nil, 0, s.on(a), s.on(b), false, false, s.on(bias)), rows, gemmTol(dt, 0))
+		e0, e1 := tensor.New(dt, 3, 0), tensor.New(dt, 0, 2)
+		s.check(t, fmt.Sprintf("GemmBias %v k=0", dt), tensor.GemmBias(nil, 1, s.on(e0), s.on(e1), false, false, s.on(bias)), rows, gemmTol(dt, 0))
+	}
+}
+
 func testGemm(t *testing.T, s *suite) {
 	r := tensor.NewRNG(13)
 	dims := [][3]int{{1, 1, 1}, {7, 13, 5}, {31, 2, 17}, {64, 65, 3}, {1, 40, 9}}

@@ -56,6 +56,7 @@ var cases = []testCase{
 	{"SumTo", testSumTo},
 	{"Softmax", testSoftmax},
 	{"Gemm", testGemm},
+	{"GemmBias", testGemmBias},
 	{"IndexSelect", testIndexSelect},
 	{"ScatterAdd", testScatterAdd},
 	{"SegmentSum", testSegmentSum},

@@ -54,6 +54,7 @@ type job[T scalar] struct {
 	m, n, k        int
 	alpha, beta    T
 	a, b, c        []T
+	bias           []T // nil, or n values added to every row of C (beta == 0)
 	lda, ldb, ldc  int
 	ws             *workspace[T]
 
@@ -71,7 +72,7 @@ const packPanels = 4
 
 // blocked runs the packed, cache-blocked algorithm, in parallel when the
 // product is large enough and the worker pool is free.
-func (st *typeState[T]) blocked(kn *kernel[T], maxWorkers int, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+func (st *typeState[T]) blocked(kn *kernel[T], maxWorkers int, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, bias []T, c []T, ldc int) {
 	nw := int(min(int64(runtime.GOMAXPROCS(0)), max(1, work(m, n, k)/minWorkPerThread)))
 	if maxWorkers > 0 {
 		nw = min(nw, maxWorkers)
@@ -84,9 +85,9 @@ func (st *typeState[T]) blocked(kn *kernel[T], maxWorkers int, transA, transB bo
 			j.ws = new(workspace[T])
 		}
 		j.ws.grow(kn, nw, m, n, k)
-		j.set(kn, nw, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		j.set(kn, nw, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc)
 		pool.run(j, nw)
-		j.a, j.b, j.c = nil, nil, nil // do not keep the caller's memory alive
+		j.a, j.b, j.c, j.bias = nil, nil, nil, nil // do not keep the caller's memory alive
 		return
 	}
 	// One thread (small product, or the pool is busy with another call).
@@ -97,20 +98,20 @@ func (st *typeState[T]) blocked(kn *kernel[T], maxWorkers int, transA, transB bo
 	ws.grow(kn, 1, m, n, k)
 	j := &ws.seq
 	j.ws = ws
-	j.set(kn, 1, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	j.set(kn, 1, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc)
 	j.runWorker(0)
-	j.a, j.b, j.c, j.ws = nil, nil, nil, nil
+	j.a, j.b, j.c, j.bias, j.ws = nil, nil, nil, nil, nil
 	st.seq.Put(ws)
 }
 
 // set describes the product and splits it into tasks for nw workers. No
 // worker may be running.
-func (j *job[T]) set(kn *kernel[T], nw int, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+func (j *job[T]) set(kn *kernel[T], nw int, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, bias []T, c []T, ldc int) {
 	j.kn = kn
 	j.transA, j.transB = transA, transB
 	j.m, j.n, j.k = m, n, k
 	j.alpha, j.beta = alpha, beta
-	j.a, j.b, j.c = a, b, c
+	j.a, j.b, j.c, j.bias = a, b, c, bias
 	j.lda, j.ldb, j.ldc = lda, ldb, ldc
 	j.nw = nw
 	j.mcTask, j.rowChunks, j.gn = splitTasks(nw, m, min(n, kn.nc), kn.mr, kn.nr, kn.mc)
@@ -236,8 +237,9 @@ func (j *job[T]) runWorker(w int) {
 			packBase += chunks
 			waitFor(&j.packDone, packBase)
 
-			beta := j.beta
+			beta, bias := j.beta, j.bias
 			if pc > 0 {
+				bias = nil
 				// Tasks accumulate into C: the previous k block's must be done.
 				beta = 1
 				waitFor(&j.taskDone, taskBase)
@@ -255,7 +257,7 @@ func (j *job[T]) runWorker(w int) {
 					j.packA(ap, ic, mcur, pc, kcur)
 					heldA = first
 				}
-				j.macro(ap, bp, tile, ic, mcur, jc, ncur, g*np/j.gn, (g+1)*np/j.gn, kcur, beta)
+				j.macro(ap, bp, tile, ic, mcur, jc, ncur, g*np/j.gn, (g+1)*np/j.gn, kcur, beta, bias)
 				j.taskDone.Add(1)
 			}
 			taskBase += tasks
@@ -265,8 +267,10 @@ func (j *job[T]) runWorker(w int) {
 }
 
 // macro multiplies the packed A block (rows ic..ic+mcur) by B micro-panels
-// q0..q1 of the packed block starting at column jc, into C.
-func (j *job[T]) macro(ap, bp, tile []T, ic, mcur, jc, ncur, q0, q1, kcur int, beta T) {
+// q0..q1 of the packed block starting at column jc, into C. A non-nil bias
+// (then beta == 0) is copied into each full tile of C just before the kernel
+// accumulates onto it, while the tile is in cache, and added to edge tiles.
+func (j *job[T]) macro(ap, bp, tile []T, ic, mcur, jc, ncur, q0, q1, kcur int, beta T, bias []T) {
 	kn := j.kn
 	mr, nr := kn.mr, kn.nr
 	c, ldc, alpha := j.c, j.ldc, j.alpha
@@ -280,6 +284,14 @@ func (j *job[T]) macro(ap, bp, tile []T, ic, mcur, jc, ncur, q0, q1, kcur int, b
 			row := ic + ir
 			if mrc == mr && nrc == nr {
 				// The whole tile lies inside C (checked by checkArgs).
+				if bias != nil {
+					bt := bias[col : col+nr]
+					for i := range mr {
+						copy(c[(row+i)*ldc+col:(row+i)*ldc+col+nr], bt)
+					}
+					kn.fn(kcur, &aq[0], &bq[0], &c[row*ldc+col], ldc, alpha, 1)
+					continue
+				}
 				kn.fn(kcur, &aq[0], &bq[0], &c[row*ldc+col], ldc, alpha, beta)
 				continue
 			}
@@ -287,11 +299,17 @@ func (j *job[T]) macro(ap, bp, tile []T, ic, mcur, jc, ncur, q0, q1, kcur int, b
 			for i := range mrc {
 				crow := c[(row+i)*ldc+col : (row+i)*ldc+col+nrc]
 				trow := tile[i*nr : i*nr+nrc]
-				if beta == 0 {
+				switch {
+				case bias != nil:
+					bt := bias[col : col+nrc]
+					for jj, t := range trow {
+						crow[jj] = alpha*t + bt[jj]
+					}
+				case beta == 0:
 					for jj, t := range trow {
 						crow[jj] = alpha * t
 					}
-				} else {
+				default:
 					for jj, t := range trow {
 						crow[jj] = alpha*t + beta*crow[jj]
 					}
@@ -307,20 +325,32 @@ func (j *job[T]) macro(ap, bp, tile []T, ic, mcur, jc, ncur, q0, q1, kcur int, b
 func (j *job[T]) packA(dst []T, ic, mcur, pc, kcur int) {
 	mr := j.kn.mr
 	a, lda := j.a, j.lda
+	if j.transA {
+		// op(A)[i][p] = a[p*lda+i]: row p of a holds the block's mcur
+		// values of column p contiguously. Reading a row at a time streams
+		// through memory (a run of mr per row and panel strides through
+		// lda-sized rows, which the prefetchers follow poorly); the runs go
+		// to the panels, all of which stay in cache.
+		panels := ceilDiv(mcur, mr)
+		full := mcur / mr
+		for p := range kcur {
+			src := a[(pc+p)*lda+ic : (pc+p)*lda+ic+mcur]
+			for r := range full {
+				copy(dst[r*mr*kcur+p*mr:r*mr*kcur+p*mr+mr], src[r*mr:r*mr+mr])
+			}
+			if full < panels {
+				h := mcur - full*mr
+				dp := dst[full*mr*kcur+p*mr : full*mr*kcur+p*mr+mr]
+				copy(dp, src[full*mr:])
+				clear(dp[h:])
+			}
+		}
+		return
+	}
 	for ir := 0; ir < mcur; ir += mr {
 		h := min(mr, mcur-ir)
 		d := dst[ir*kcur : ir*kcur+mr*kcur]
 		i0 := ic + ir
-		if j.transA {
-			// op(A)[i][p] = a[p*lda+i]: each p is a contiguous run of h.
-			for p := range kcur {
-				src := a[(pc+p)*lda+i0 : (pc+p)*lda+i0+h]
-				dp := d[p*mr : p*mr+mr]
-				copy(dp, src)
-				clear(dp[h:])
-			}
-			continue
-		}
 		// op(A)[i][p] = a[i*lda+p]: each row i is a contiguous run of kcur.
 		row := func(i int) []T { return a[(i0+i)*lda+pc : (i0+i)*lda+pc+kcur] }
 		switch {

@@ -63,14 +63,41 @@ func Kernel() string { return sKern.name }
 // overlap each other but must not overlap c. Large products use all
 // runtime.GOMAXPROCS(0) threads; Sgemm may be called concurrently.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	gemm(&sState, sKern, 0, "Sgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemm(&sState, sKern, 0, "Sgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, nil, c, ldc)
+}
+
+// SgemmBias computes, in float32,
+//
+//	C = alpha * op(A) * op(B) + bias
+//
+// with bias (n values) added to every row of C, as a linear layer's forward
+// pass needs it. Layouts and checks are Sgemm's; C is written without being
+// read. The result is bit for bit that of copying bias into every row of C
+// and calling Sgemm with beta = 1, but bias reaches each tile of C while the
+// tile is in cache, instead of in a separate pass over C.
+func SgemmBias(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, bias []float32, c []float32, ldc int) {
+	checkBias("SgemmBias", n, len(bias))
+	gemm(&sState, sKern, 0, "SgemmBias", transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, bias[:n], c, ldc)
 }
 
 // Dgemm is Sgemm in float64: C = alpha * op(A) * op(B) + beta * C, with the
 // same layout, argument checks and memory behaviour. It uses an AVX2+FMA
 // micro-kernel where the CPU has one and portable Go elsewhere.
 func Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
-	gemm(&dState, dKern, 0, "Dgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemm(&dState, dKern, 0, "Dgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, nil, c, ldc)
+}
+
+// DgemmBias is SgemmBias in float64: C = alpha * op(A) * op(B) + bias.
+func DgemmBias(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, bias []float64, c []float64, ldc int) {
+	checkBias("DgemmBias", n, len(bias))
+	gemm(&dState, dKern, 0, "DgemmBias", transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, bias[:n], c, ldc)
+}
+
+// checkBias panics unless a bias of length has the n values a row of C needs.
+func checkBias(fn string, n, length int) {
+	if n >= 0 && length < n {
+		panic(fmt.Sprintf("gemm.%s: len(bias) = %d, want n = %d", fn, length, n))
+	}
 }
 
 // checkMatrix panics unless s holds a rows x cols row-major matrix with row
@@ -107,11 +134,17 @@ func checkArgs(fn string, transA, transB bool, m, n, k, la, lda, lb, ldb, lc, ld
 
 // gemm validates the arguments and dispatches to the scaling-only, direct
 // or blocked path. maxWorkers > 0 caps the number of threads (for tests and
-// benchmarks).
-func gemm[T scalar](st *typeState[T], kn *kernel[T], maxWorkers int, fn string, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+// benchmarks). A non-nil bias (n values, beta == 0) is added to every row:
+// C = alpha*op(A)*op(B) + bias.
+func gemm[T scalar](st *typeState[T], kn *kernel[T], maxWorkers int, fn string, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, bias []T, c []T, ldc int) {
 	checkArgs(fn, transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
 	if m == 0 || n == 0 {
 		return
+	}
+	if bias != nil && (k == 0 || alpha == 0 || work(m, n, k) < kn.small) {
+		// C = bias + (alpha*op(A)*op(B) accumulated onto it).
+		fillRows(m, n, bias, c, ldc)
+		beta = 1
 	}
 	if k == 0 || alpha == 0 {
 		scaleC(m, n, beta, c, ldc)
@@ -121,7 +154,14 @@ func gemm[T scalar](st *typeState[T], kn *kernel[T], maxWorkers int, fn string, 
 		smallGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	st.blocked(kn, maxWorkers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	st.blocked(kn, maxWorkers, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc)
+}
+
+// fillRows copies bias (n values) into each of the m rows of C.
+func fillRows[T scalar](m, n int, bias, c []T, ldc int) {
+	for i := range m {
+		copy(c[i*ldc:i*ldc+n], bias[:n])
+	}
 }
 
 // scaleC computes C = beta*C; beta == 0 zeroes C without reading it.

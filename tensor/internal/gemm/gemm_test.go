@@ -29,10 +29,10 @@ func (p path) String() string { return [...]string{"auto", "blocked", "small"}[p
 func callGemm[T scalar](st *typeState[T], kn *kernel[T], p path, threads int, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	switch {
 	case p == pathAuto || m == 0 || n == 0 || k == 0:
-		gemm(st, kn, threads, "test", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		gemm(st, kn, threads, "test", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, nil, c, ldc)
 	case p == pathBlocked:
 		checkArgs("test", transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-		st.blocked(kn, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		st.blocked(kn, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, nil, c, ldc)
 	default:
 		checkArgs("test", transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
 		smallGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -470,6 +470,66 @@ func TestSgemmHandComputed(t *testing.T) {
 }
 
 func nan32() float32 { return float32(math.NaN()) }
+
+// TestSgemmBias checks that C = alpha*op(A)*op(B) + bias equals, bit for
+// bit, copying bias into every row of C and accumulating the product with
+// beta = 1, on every kernel, path and thread count, over the table's shapes,
+// the blocked shapes and k == 0; C starts as NaN (it must not be read).
+func TestSgemmBias(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	var probs []problem
+	for _, pr := range tableProblems() {
+		if pr.beta == 0 {
+			probs = append(probs, pr)
+		}
+	}
+	probs = append(probs,
+		problem{false, true, 100, 90, 600, -1, 0, 0, 5, 0},         // three kc blocks
+		problem{true, false, 199, 101, 300, 0.25, 0, 2, 0, 1},      // more rows than mc
+		problem{false, true, 64 * 64 / 8, 256, 128, 1, 0, 0, 0, 0}, // a linear layer
+		problem{false, false, 9, 7, 0, 1, 0, 0, 0, 2},              // k == 0: C = bias
+	)
+	for _, kn := range testKernels() {
+		for _, threads := range []int{1, 2} {
+			for _, p := range []path{pathBlocked, pathSmall, pathAuto} {
+				for _, pr := range probs {
+					if strings.HasPrefix(kn.name, "as-") && pr.m*pr.n*pr.k > 4e6 {
+						continue // the naive stand-in kernels are slow
+					}
+					o := makeOperands(pr, rng)
+					a, b := to32(o.a), to32(o.b)
+					bias := make([]float32, pr.n)
+					for j := range bias {
+						bias[j] = float32(2*rng.Float64() - 1)
+					}
+					want := to32(o.c)
+					fillRows(pr.m, pr.n, bias, want, o.ldc)
+					callGemm(&sState, kn, p, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, 1, want, o.ldc)
+					got := to32(o.c) // NaN: beta == 0 in every problem
+					switch {
+					case p == pathAuto:
+						gemm(&sState, kn, threads, "test", pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, 0, bias, got, o.ldc)
+					case p == pathSmall || pr.k == 0:
+						continue // the small path is gemm's own copy + beta = 1
+					default:
+						sState.blocked(kn, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, 0, bias, got, o.ldc)
+					}
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(math.IsNaN(float64(got[i])) && math.IsNaN(float64(want[i]))) {
+							t.Fatalf("%s %v threads=%d %v: C[%d] = %v, want %v (copy + beta = 1)", kn.name, p, threads, pr, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	c := []float32{9, 9, 9, 9}
+	SgemmBias(false, false, 2, 2, 3, 2, []float32{1, 2, 3, 4, 5, 6}, 3, []float32{1, 0, 0, 1, 1, 1}, 2, []float32{10, -10}, c, 2)
+	// [1 2 3; 4 5 6]·[1 0; 0 1; 1 1] = [4 5; 10 11]; ×2, + bias.
+	if want := []float32{18, 0, 30, 12}; fmt.Sprint(c) != fmt.Sprint(want) {
+		t.Errorf("SgemmBias by hand: %v, want %v", c, want)
+	}
+}
 
 // TestDegenerate checks zero sizes and k == 0 (C = beta*C).
 func TestDegenerate(t *testing.T) {

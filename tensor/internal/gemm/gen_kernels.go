@@ -57,9 +57,8 @@ var specs = []spec{
 		name: "sgemmKernelAVX512", goType: "float32", elem: 4, mr: 12, vecs: 2, vecBytes: 64,
 		reg: "Z", bReg0: 24, aReg0: 26, aRegs: 4,
 		load: "VMOVUPS", bcast: "VBROADCASTSS", fma: "VFMADD231PS", mul: "VMULPS", zero: "VPXORD",
-		comment: "12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.\n" +
-			"// NOT EXECUTED ON THE DEVELOPMENT MACHINE (it has no AVX-512); see kernel_amd64.go.",
-		unroll: 4, betaMov: "MOVL", betaShift: "SHLL",
+		comment: "12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.",
+		unroll:  4, betaMov: "MOVL", betaShift: "SHLL",
 	},
 	{
 		name: "dgemmKernelAVX2", goType: "float64", elem: 8, mr: 6, vecs: 2, vecBytes: 32,

@@ -21,13 +21,15 @@ func sgemmKernelAVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 
 // sgemmKernelAVX512 is the 12x32 AVX-512F kernel.
 //
-// It has NOT been executed on AVX-512 hardware: the development and CI
-// machines have none. It is generated from the same template as the AVX2
-// kernel (which is tested natively), and TestEmulatedKernels checks its
+// It is generated from the same template as the AVX2 kernel. Where the CPU
+// has AVX-512F (the development machine, an AMD EPYC of the Zen 4
+// generation, does) the tests run it natively against the portable kernel
+// and the float64 reference; elsewhere TestEmulatedKernels checks its
 // machine code by interpreting objdump's disassembly of it
-// (testdata/emulate_kernel.py); the driver is tested with its 12x32 tile
+// (testdata/emulate_kernel.py) and the driver is tested with its 12x32 tile
 // shape through a Go stand-in. It is chosen only when the CPU and OS report
-// AVX-512F; set LGFLOW_GEMM=avx2 to avoid it.
+// AVX-512F; set LGFLOW_GEMM=avx2 to avoid it (on Zen 4, which executes
+// 512-bit instructions as two 256-bit halves, both run at the same speed).
 //
 //go:noescape
 func sgemmKernelAVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)

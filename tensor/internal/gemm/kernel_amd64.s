@@ -244,7 +244,6 @@ storeonly:
 	RET
 
 // 12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.
-// NOT EXECUTED ON THE DEVELOPMENT MACHINE (it has no AVX-512); see kernel_amd64.go.
 //
 // func sgemmKernelAVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 TEXT ·sgemmKernelAVX512(SB), NOSPLIT, $0-48
