@@ -353,25 +353,42 @@ func (j *job[T]) packA(dst []T, ic, mcur, pc, kcur int) {
 		i0 := ic + ir
 		// op(A)[i][p] = a[i*lda+p]: each row i is a contiguous run of kcur.
 		row := func(i int) []T { return a[(i0+i)*lda+pc : (i0+i)*lda+pc+kcur] }
-		switch {
-		case h == mr && mr%6 == 0:
-			for i := 0; i < mr; i += 6 {
-				interleave6(d[i:], mr, kcur, row(i), row(i+1), row(i+2), row(i+3), row(i+4), row(i+5))
-			}
-		case h == mr && mr%4 == 0:
-			for i := 0; i < mr; i += 4 {
-				interleave4(d[i:], mr, kcur, row(i), row(i+1), row(i+2), row(i+3))
-			}
-		default:
-			for i := range h {
-				for p, v := range row(i) {
+		if h == mr {
+			// The AVX2 transposes pack the first p0 columns of the rows
+			// that come in fours; Go loops pack the rest.
+			r4 := mr &^ 3
+			p0 := packRows(d, mr, a[i0*lda+pc:], lda, r4, kcur)
+			for i := r4; i < mr; i++ {
+				for p, v := range row(i)[:p0] {
 					d[p*mr+i] = v
 				}
 			}
-			if h < mr {
-				for p := range kcur {
-					clear(d[p*mr+h : p*mr+mr])
+			if p0 == kcur {
+				continue
+			}
+			dp, kr := d[p0*mr:], kcur-p0
+			rest := func(i int) []T { return row(i)[p0:] }
+			if mr%6 == 0 {
+				for i := 0; i < mr; i += 6 {
+					interleave6(dp[i:], mr, kr, rest(i), rest(i+1), rest(i+2), rest(i+3), rest(i+4), rest(i+5))
 				}
+				continue
+			}
+			if mr%4 == 0 {
+				for i := 0; i < mr; i += 4 {
+					interleave4(dp[i:], mr, kr, rest(i), rest(i+1), rest(i+2), rest(i+3))
+				}
+				continue
+			}
+		}
+		for i := range h {
+			for p, v := range row(i) {
+				d[p*mr+i] = v
+			}
+		}
+		if h < mr {
+			for p := range kcur {
+				clear(d[p*mr+h : p*mr+mr])
 			}
 		}
 	}
@@ -418,8 +435,12 @@ func (j *job[T]) packB(dst []T, jc, ncur, pc, kcur, q0, q1 int) {
 		// op(B)[p][j] = b[j*ldb+p]: each column j is a contiguous run of kcur.
 		colj := func(jj int) []T { return b[(col+jj)*ldb+pc : (col+jj)*ldb+pc+kcur] }
 		if w == nr && nr%4 == 0 {
-			for jj := 0; jj < nr; jj += 4 {
-				interleave4(d[jj:], nr, kcur, colj(jj), colj(jj+1), colj(jj+2), colj(jj+3))
+			p0 := packRows(d, nr, b[col*ldb+pc:], ldb, nr, kcur)
+			if p0 < kcur {
+				rest := func(jj int) []T { return colj(jj)[p0:] }
+				for jj := 0; jj < nr; jj += 4 {
+					interleave4(d[p0*nr+jj:], nr, kcur-p0, rest(jj), rest(jj+1), rest(jj+2), rest(jj+3))
+				}
 			}
 			continue
 		}

@@ -17,3 +17,6 @@ func sgemmKernelFor(name string) *kernel[float32] {
 
 // asmBuilt reports whether the assembly kernels are compiled in.
 const asmBuilt = false
+
+// packRows packs nothing without assembly (see pack_amd64.go).
+func packRows[T scalar](d []T, stride int, s []T, lda, rows, kc int) int { return 0 }
