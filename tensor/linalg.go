@@ -61,20 +61,11 @@ func GemmBias(dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, bia
 	const name = "GemmBias"
 	be := pickBackend(name, dst, a, b, bias)
 	sameDType(name, a.dtype, b, bias)
-	m, n, _, batch := gemmShapes(name, a, b, transA, transB)
+	_, n, _, _ := gemmShapes(name, a, b, transA, transB)
 	if len(bias.shape) != 1 || bias.shape[0] != n {
 		fail(ErrShape, name, "bias shape %v for %d output columns (operands %v and %v, transA %v, transB %v)", bias.shape, n, a.shape, b.shape, transA, transB)
 	}
-	if dst == nil {
-		shape := append(cloneInts(batch), m, n)
-		dst = EmptyOn(be, a.dtype, shape...)
-	} else {
-		ok := dst.dtype == a.dtype && len(dst.shape) == len(batch)+2 &&
-			dst.shape[len(batch)] == m && dst.shape[len(batch)+1] == n && sameShape(dst.shape[:len(batch)], batch)
-		if !ok {
-			fail(ErrShape, name, "dst shape %v (%v) for operands %v and %v (transA %v, transB %v)", dst.shape, dst.dtype, a.shape, b.shape, transA, transB)
-		}
-	}
+	dst = gemmDst(name, be, dst, a, b, transA, transB)
 	if dst.Size() > 0 {
 		be.GemmBias(dst, alpha, a, b, transA, transB, bias)
 	}
@@ -84,22 +75,29 @@ func GemmBias(dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, bia
 func gemmOp(name string, dst *Tensor, alpha float64, a, b *Tensor, transA, transB bool, beta float64) *Tensor {
 	be := pickBackend(name, dst, a, b)
 	sameDType(name, a.dtype, b)
-	m, n, _, batch := gemmShapes(name, a, b, transA, transB)
-	if dst == nil {
-		if beta != 0 {
-			fail(ErrShape, name, "dst is nil with beta = %v", beta)
-		}
-		shape := append(cloneInts(batch), m, n)
-		dst = EmptyOn(be, a.dtype, shape...)
-	} else {
-		ok := dst.dtype == a.dtype && len(dst.shape) == len(batch)+2 &&
-			dst.shape[len(batch)] == m && dst.shape[len(batch)+1] == n && sameShape(dst.shape[:len(batch)], batch)
-		if !ok {
-			fail(ErrShape, name, "dst shape %v (%v) for operands %v and %v (transA %v, transB %v)", dst.shape, dst.dtype, a.shape, b.shape, transA, transB)
-		}
+	if dst == nil && beta != 0 {
+		fail(ErrShape, name, "dst is nil with beta = %v", beta)
 	}
+	dst = gemmDst(name, be, dst, a, b, transA, transB)
 	if dst.Size() > 0 {
 		be.Gemm(dst, alpha, a, b, transA, transB, beta)
+	}
+	return dst
+}
+
+// gemmDst checks the shapes of a product's operands and returns dst, or a
+// new tensor on be when dst is nil, after checking that it has the
+// product's shape and a's dtype.
+func gemmDst(name string, be Backend, dst, a, b *Tensor, transA, transB bool) *Tensor {
+	m, n, _, batch := gemmShapes(name, a, b, transA, transB)
+	if dst == nil {
+		shape := append(cloneInts(batch), m, n)
+		return EmptyOn(be, a.dtype, shape...)
+	}
+	ok := dst.dtype == a.dtype && len(dst.shape) == len(batch)+2 &&
+		dst.shape[len(batch)] == m && dst.shape[len(batch)+1] == n && sameShape(dst.shape[:len(batch)], batch)
+	if !ok {
+		fail(ErrShape, name, "dst shape %v (%v) for operands %v and %v (transA %v, transB %v)", dst.shape, dst.dtype, a.shape, b.shape, transA, transB)
 	}
 	return dst
 }

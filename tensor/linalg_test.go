@@ -121,4 +121,10 @@ func TestMatMulShapeErrors(t *testing.T) {
 	mustPanic(t, ErrShape, func() { MatMul(New(Float32, 3, 3), a, New(Float32, 4, 6), false, false) }, "tensor.MatMul", "dst shape [3 3]")
 	mustPanic(t, ErrShape, func() { MatMul(nil, New(Float32, 2, 3, 4), New(Float32, 3, 4, 5), false, false) }, "batch")
 	mustPanic(t, ErrShape, func() { Gemm(nil, 1, a, New(Float32, 4, 2), false, false, 1) }, "tensor.Gemm", "beta")
+	w := New(Float32, 6, 4) // a linear layer's weight (out, in)
+	mustPanic(t, ErrShape, func() { GemmBias(nil, 1, a, w, false, true, New(Float32, 4)) }, "tensor.GemmBias", "bias shape [4]", "6 output columns")
+	mustPanic(t, ErrShape, func() { GemmBias(nil, 1, a, w, false, true, New(Float32, 1, 6)) }, "tensor.GemmBias", "bias shape [1 6]")
+	mustPanic(t, ErrShape, func() { GemmBias(New(Float32, 3, 5), 1, a, w, false, true, New(Float32, 6)) }, "tensor.GemmBias", "dst shape [3 5]")
+	mustPanic(t, ErrShape, func() { GemmBias(nil, 1, a, b, false, true, New(Float32, 5)) }, "tensor.GemmBias", "[3 4]", "[5 6]")
+	mustPanic(t, ErrDType, func() { GemmBias(nil, 1, a, w, false, true, New(Float64, 6)) }, "tensor.GemmBias")
 }
