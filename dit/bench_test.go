@@ -1,7 +1,9 @@
 package dit_test
 
 import (
+	"runtime"
 	"testing"
+	"time"
 
 	"lgflow/autograd"
 	"lgflow/dit"
@@ -65,19 +67,50 @@ func forwardFLOPs(c dit.Config, B, N int) float64 {
 	return 2 * (float64(B*N)*perToken + float64(B)*perSet)
 }
 
-// report prints the figures; flops is the work of one op.
+// report prints the figures; flops is the work of one op. %-of-GEMM is the
+// op's rate against that of a 1024³ float32 MatMul measured in the same
+// process with the same GOMAXPROCS (gemmRate), the ratio #14 asks about.
 func report(b *testing.B, sets int, torch, flops float64) {
+	b.StopTimer()
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(flops/sec/1e9, "GFLOP/s")
+	b.ReportMetric(100*flops/sec/1e9/gemmRate(), "%-of-GEMM")
 	b.ReportMetric(float64(sets)/sec, "sets/s")
 	b.ReportMetric(sec, "s/op")
 	b.ReportMetric(torch/sec, "x-torch")
 	b.ReportMetric(0, "ns/op")
 }
 
+// gemmRates caches gemmRate's measurement per GOMAXPROCS value.
+var gemmRates = map[int]float64{}
+
+// gemmRate returns the GFLOP/s of 1024³ float32 MatMuls into a
+// preallocated result with the current GOMAXPROCS, measured over about
+// 0.3 s after one warm-up product (once per GOMAXPROCS value and process).
+func gemmRate() float64 {
+	procs := runtime.GOMAXPROCS(0)
+	if r, ok := gemmRates[procs]; ok {
+		return r
+	}
+	const n = 1024
+	rng := tensor.NewRNG(2)
+	x, y := tensor.RandN(rng, tensor.Float32, n, n), tensor.RandN(rng, tensor.Float32, n, n)
+	z := tensor.New(tensor.Float32, n, n)
+	tensor.MatMul(z, x, y, false, false)
+	start, reps := time.Now(), 0
+	for time.Since(start) < 300*time.Millisecond {
+		tensor.MatMul(z, x, y, false, false)
+		reps++
+	}
+	r := 2 * n * n * n * float64(reps) / time.Since(start).Seconds() / 1e9
+	gemmRates[procs] = r
+	return r
+}
+
 // BenchmarkForward times one no-grad forward pass of the DiT (the work of
 // one sampling step) with a self-conditioning input, on B sets of 64
-// tokens, and reports GFLOP/s, sets/s, s/op and the speed-up over PyTorch.
+// tokens, and reports GFLOP/s, its share of the GEMM rate, sets/s, s/op and
+// the speed-up over PyTorch.
 func BenchmarkForward(b *testing.B) {
 	for _, c := range benchCases(b) {
 		b.Run(c.name, func(b *testing.B) {
@@ -102,7 +135,8 @@ func BenchmarkForward(b *testing.B) {
 // flow.Loss with self-conditioning always on (a no-grad forward pass, then
 // the training forward pass), backward and the AdamW update, as flow.Train
 // does it. It reports GFLOP/s (counting the backward pass as twice the
-// forward), sets/s, s/op and the speed-up over PyTorch.
+// forward), its share of the GEMM rate, sets/s, s/op and the speed-up over
+// PyTorch.
 //
 // T takes tens of seconds a step on two cores; run it with -benchtime=1x.
 func BenchmarkTrainStep(b *testing.B) {
