@@ -665,7 +665,8 @@ func TestResume(t *testing.T) {
 }
 
 // TestResumeMoreSteps trains 30 steps, then asks for 40 in total with
-// Resume: training must continue from step 30 instead of refusing.
+// Resume and a larger batch: training must continue from step 30 (keeping
+// the EMA) instead of refusing.
 func TestResumeMoreSteps(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.cfg
@@ -676,10 +677,11 @@ func TestResumeMoreSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Steps = 40
+	cfg.BatchSize *= 2
 	var steps []int
 	_, err := trainSteps(ctx, f, cfg, dir, true, func(s int) { steps = append(steps, s) })
 	if err != nil && strings.Contains(err.Error(), "different configuration") {
-		t.Fatalf("flow.Train refuses to resume when only Steps changed: %v", err)
+		t.Fatalf("flow.Train refuses to resume when only Steps and BatchSize changed: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

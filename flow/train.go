@@ -547,9 +547,10 @@ func resumable(saved, cfg Config) bool {
 	saved.Steps, saved.ValEvery, saved.ValSamples, saved.ValSteps, saved.CheckpointEvery =
 		cfg.Steps, cfg.ValEvery, cfg.ValSamples, cfg.ValSteps, cfg.CheckpointEvery
 	// The training-time distribution, the noise pairing and the batching
-	// change only which paths the next steps train on: a run may switch
-	// them.
+	// (its order is a pure function of seed, step and batch size) change
+	// only which paths the next steps train on: a run may switch them.
 	saved.LR, saved.TimeMean, saved.OTCoupling, saved.BucketBySize = cfg.LR, cfg.TimeMean, cfg.OTCoupling, cfg.BucketBySize
+	saved.BatchSize = cfg.BatchSize
 	return saved == cfg
 }
 
