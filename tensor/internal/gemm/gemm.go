@@ -141,16 +141,16 @@ func gemm[T scalar](st *typeState[T], kn *kernel[T], maxWorkers int, fn string, 
 	if m == 0 || n == 0 {
 		return
 	}
-	if bias != nil && (k == 0 || alpha == 0 || work(m, n, k) < kn.small) {
-		// C = bias + (alpha*op(A)*op(B) accumulated onto it).
-		fillRows(m, n, bias, c, ldc)
-		beta = 1
-	}
-	if k == 0 || alpha == 0 {
-		scaleC(m, n, beta, c, ldc)
-		return
-	}
-	if work(m, n, k) < kn.small {
+	if k == 0 || alpha == 0 || work(m, n, k) < kn.small {
+		if bias != nil {
+			// C = bias, then alpha*op(A)*op(B) accumulated onto it.
+			fillRows(m, n, bias, c, ldc)
+			beta = 1
+		}
+		if k == 0 || alpha == 0 {
+			scaleC(m, n, beta, c, ldc)
+			return
+		}
 		smallGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}

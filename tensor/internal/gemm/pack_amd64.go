@@ -18,8 +18,8 @@ func packT4AVX2(dst *float32, stride int, src *float32, lda int, blocks int)
 // packRows sets d[p*stride+i] = s[i*lda+p] for i < rows and p < kc with the
 // AVX2 transposes, eight columns at a time; it returns how many leading
 // columns it packed (a multiple of 8), leaving the rest to the caller, or 0
-// when it cannot (no AVX2, float64, rows not a positive multiple of 4). d and s must
-// hold the panel and the rows.
+// when it cannot (no AVX2, float64, rows not a positive multiple of 4). d
+// and s must hold the panel and the rows.
 func packRows[T scalar](d []T, stride int, s []T, lda, rows, kc int) int {
 	var z T
 	blocks := kc / 8
