@@ -43,8 +43,8 @@ func (m MaskMode) String() string {
 // Key padding without a full mask uses the tensor package's fused kernels:
 // tensor.FlashAttention, which keeps only the row log-sum-exp (B·H·N
 // elements) for the backward pass, when N <= tensor.FlashAttentionMaxTokens
-// and Dh <= tensor.FlashAttentionMaxHeadDim (on the CPU only when no
-// gradient is needed, where it is faster), and tensor.Attention, which keeps
+// and Dh <= tensor.FlashAttentionMaxHeadDim and it is the faster or the
+// only affordable choice (see takeFlash), and tensor.Attention, which keeps
 // the probabilities (B·H·N·M elements), otherwise. The other modes run
 // here (CPU) on batched GEMMs and keep the probabilities.
 func (tp *Tape) Attention(q, k, v *Var, mask *tensor.Tensor, mode MaskMode, scale float64) *Var {
@@ -72,7 +72,7 @@ func (tp *Tape) Attention(q, k, v *Var, mask *tensor.Tensor, mode MaskMode, scal
 	}
 	fused := useFusedAttention && nq == m && (mask == nil || (mask.Rank() == 2 && mode == KeyPadding))
 	flash := fused && useFlashAttention && tensor.FlashAttentionFits(nq, dh) &&
-		(onDevice(q.Value) || flashCPUTraining || !tp.anyGrad(q, k, v))
+		takeFlash(onDevice(q.Value), tp.anyGrad(q, k, v), b*h*nq*m*q.Value.DType().Size())
 	var qv, kv, vv, y, probs, lse *tensor.Tensor
 	switch {
 	case flash:
@@ -141,14 +141,37 @@ var attentionKind = newSavedKind[attentionSaved]()
 var useFusedAttention = true
 
 // useFlashAttention routes fused attention that fits to
-// tensor.FlashAttention: always off the CPU, and on the CPU when no
-// gradient is needed (sampling, the self-conditioning pass) or when
-// flashCPUTraining is set. On the CPU the backward's recomputation of the
-// probabilities costs more time (about 5% of attention's forward and
-// backward at DiT-small size) than reading them back, so training there
-// keeps the probabilities by default; the results are the same bit for bit
-// either way.
+// tensor.FlashAttention where takeFlash chooses it.
 var useFlashAttention = true
+
+// takeFlash reports whether fused attention that fits the FlashAttention
+// kernel takes it, given where it runs, whether gradients are needed and the
+// bytes its (B, H, N, M) probabilities would take.
+//
+// On the CPU: when no gradient is needed (sampling, the self-conditioning
+// pass), or when flashCPUTraining is set. The backward's recomputation of
+// the probabilities costs more time (about 5% of attention's forward and
+// backward at DiT-small size) than reading them back, so training keeps the
+// probabilities by default; the results are the same bit for bit either way.
+//
+// Off the CPU: only when the probabilities would take at least
+// flashDeviceMinBytes. On an H100 the probabilities path (cuBLAS batched
+// GEMMs and a row kernel) is faster at the DiT presets' sizes
+// (cuda.BenchmarkAttentionDiT): DiT-T planar (B 256, N 64, H 6; 25 MB of
+// probabilities) 0.22 against 0.37 ms forward, 0.63 against 1.51 ms forward
+// and backward; DiT-B MOSES (B 2048, N 38, H 12; 142 MB) 1.70 against 3.25
+// and 3.95 against 14.09 ms. The kernel runs one thread per query or key
+// row, too little parallelism for a GPU at N <= 128; it stays for memory.
+func takeFlash(device, grad bool, probBytes int) bool {
+	if device {
+		return probBytes >= flashDeviceMinBytes
+	}
+	return flashCPUTraining || !grad
+}
+
+// flashDeviceMinBytes is the size of one attention call's probabilities
+// from which the GPU path takes tensor.FlashAttention to save memory.
+var flashDeviceMinBytes = 1 << 30
 
 // flashCPUTraining makes CPU attention that needs gradients take the
 // FlashAttention path too (less memory: B·H·N instead of B·H·N² per layer).

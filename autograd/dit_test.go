@@ -109,3 +109,32 @@ func TestFlashAttentionPath(t *testing.T) {
 		}
 	}
 }
+
+func TestTakeFlash(t *testing.T) {
+	big := flashDeviceMinBytes
+	cases := []struct {
+		name         string
+		device, grad bool
+		probBytes    int
+		cpuTraining  bool
+		want         bool
+	}{
+		{"cpu sampling", false, false, 1 << 20, false, true},
+		{"cpu training keeps the probabilities", false, true, 1 << 20, false, false},
+		{"cpu training with flashCPUTraining", false, true, 1 << 20, true, true},
+		{"gpu training at DiT-T size", true, true, 256 * 6 * 64 * 64 * 4, false, false},
+		{"gpu sampling at DiT-T size", true, false, 256 * 6 * 64 * 64 * 4, false, false},
+		{"gpu, probabilities just under the limit", true, true, big - 1, false, false},
+		{"gpu, probabilities at the limit", true, true, big, false, true},
+		{"gpu sampling, large probabilities", true, false, 4 * big, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			flashCPUTraining = c.cpuTraining
+			defer func() { flashCPUTraining = false }()
+			if got := takeFlash(c.device, c.grad, c.probBytes); got != c.want {
+				t.Errorf("takeFlash(device %v, grad %v, %d bytes) = %v, want %v", c.device, c.grad, c.probBytes, got, c.want)
+			}
+		})
+	}
+}
