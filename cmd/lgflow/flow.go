@@ -244,7 +244,7 @@ func runSample(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 256, "graphs integrated together")
 	method := fs.String("method", "", "integrator: euler or heun (default: flow.Sample's)")
 	edgeRule := fs.String("edge-rule", "", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one (default: flow.Sample's)")
-	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own; 0: the argmax; larger: fewer spurious edges)")
+	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own, 0 with -constraint; 0: the argmax; larger: fewer spurious edges)")
 	constraint := fs.String("constraint", "", constraintUsage)
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
@@ -280,8 +280,13 @@ func runSample(ctx context.Context, args []string) error {
 		}
 		opts = append(opts, flow.WithEdgeRule(rule))
 	}
-	if set["edge-margin"] {
+	switch {
+	case set["edge-margin"]:
 		opts = append(opts, flow.WithEdgeMargin(*edgeMargin))
+	case *constraint != "":
+		// A stored margin trades MMDs for validity, which the
+		// constraint gives anyway (as pipeline.Options).
+		opts = append(opts, flow.WithEdgeMargin(0))
 	}
 	if *constraint != "" {
 		o, err := constraintOption(*constraint)
