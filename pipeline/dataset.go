@@ -78,6 +78,10 @@ type Spec struct {
 	// Constraint: for datasets of trees, where Constraint (forests) alone
 	// leaves samples disconnected.
 	SpanningTree bool
+	// Connected makes constrained decoding join each sample's components
+	// by their most confident missing pairs (vae.WithConnected), after
+	// Constraint where there is one: for datasets of connected graphs.
+	Connected bool
 	// ConstraintName says in reports what constrained decoding enforces.
 	ConstraintName string
 	// Columns are the table's columns in the paper's order, Paper its rows.
@@ -116,7 +120,7 @@ var (
 // specs holds the datasets of the paper (docs/design.md, "The paper's
 // figures").
 var specs = map[string]Spec{
-	"planar": {Name: "planar", Title: "Extended Planar", Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraint: planar.IsPlanar, ConstraintName: "planarity",
+	"planar": {Name: "planar", Title: "Extended Planar", Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraint: planar.IsPlanar, Connected: true, ConstraintName: "planarity and connectivity",
 		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
 		Columns: synthCols,
 		Paper: []PaperRow{
@@ -130,7 +134,7 @@ var specs = map[string]Spec{
 			row("LG-Flow (paper, L40)", synthCols, 0.3, 0.0, 0.0, 1.6, 98.3, 14.0, 0.9844),
 			row("DeFoG (paper)", synthCols, 0.1, 0.0, 0.0, 1.2, 98.1, 890, none),
 		}},
-	"ego": {Name: "ego", Title: "Ego", Kind: metrics.Ego,
+	"ego": {Name: "ego", Title: "Ego", Kind: metrics.Ego, Connected: true, ConstraintName: "connectivity (each sample's components joined by their most confident pairs)",
 		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 151, SampleBatch: 151,
 		Columns: egoCols,
 		Paper: []PaperRow{
@@ -176,7 +180,7 @@ func init() {
 		{512, []float64{0.8945, 0.2, 1.1, 20.3, 0.1, 84.4, 130}, []float64{none, 1.2, 56.5, 114.8, 1.5, 1.4, 6.1e4}, 32},
 	} {
 		name := fmt.Sprintf("planar-%d", p.n)
-		specs[name] = Spec{Name: name, Title: fmt.Sprintf("Planar-%d", p.n), Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraint: planar.IsPlanar, ConstraintName: "planarity",
+		specs[name] = Spec{Name: name, Title: fmt.Sprintf("Planar-%d", p.n), Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraint: planar.IsPlanar, Connected: true, ConstraintName: "planarity and connectivity",
 			TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: p.batch,
 			Columns: planarNCols,
 			Paper: []PaperRow{

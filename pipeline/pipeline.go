@@ -61,15 +61,16 @@ type Options struct {
 	// only when set (non-zero, non-empty); otherwise its defaults apply.
 	// EdgeRule is a vae.ParseEdgeRule name: or, and, mean. EdgeMargin is
 	// flow.WithEdgeMargin's (nil: the LG-VAE's own, except under
-	// Constrained, where it is 0, the argmax).
+	// Constrained with a validity constraint, where it is 0, the argmax).
 	Steps      int
 	EdgeRule   string
 	EdgeMargin *float64
 	// Constrained decodes with the dataset's Spec.Constraint
 	// (vae.WithEdgeConstraint): planarity or acyclicity enforced while
 	// decoding, or spanning trees (vae.WithSpanningTree) where
-	// Spec.SpanningTree says so; the paper's sampler does neither, and the
-	// report says so.
+	// Spec.SpanningTree says so, and components joined
+	// (vae.WithConnected) where Spec.Connected does; the paper's sampler
+	// does none of these, and the report says so.
 	Constrained bool
 	Temperature float64
 	FinalJump   float64
@@ -83,17 +84,21 @@ type Options struct {
 	Hooks Hooks
 }
 
-// edgeMargin is the decoding margin Options asks for: EdgeMargin when set;
-// else, under Constrained, 0 (the argmax); else nil, the LG-VAE's own. An
+// edgeMargin is the decoding margin Options asks for on spec: EdgeMargin
+// when set; else, under Constrained with a validity constraint (planarity,
+// acyclicity, trees), 0 (the argmax); else nil, the LG-VAE's own. An
 // LG-VAE stores a margin to trade MMDs for validity (planar: 0.75), which a
 // constraint gives anyway: constrained planar samples are 99.6% V.U.N. with
 // either margin, with a degree MMD of 0.9-1.1 at 0 against 1.8-2.0 at 0.75
 // (docs/results.md, session 10).
-func (o Options) edgeMargin() *float64 {
+//
+// Connectivity alone (Spec.Connected, Ego) keeps the stored margin: Ego's
+// (-1) adds edges for the MMDs, not for validity.
+func (o Options) edgeMargin(spec Spec) *float64 {
 	switch {
 	case o.EdgeMargin != nil:
 		return o.EdgeMargin
-	case o.Constrained:
+	case o.Constrained && (spec.Constraint != nil || spec.SpanningTree):
 		argmax := 0.0
 		return &argmax
 	}
@@ -120,17 +125,21 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 		}
 		opts = append(opts, flow.WithEdgeRule(r))
 	}
-	if m := o.edgeMargin(); m != nil {
+	if m := o.edgeMargin(spec); m != nil {
 		opts = append(opts, flow.WithEdgeMargin(*m))
 	}
 	if o.Constrained {
-		if spec.Constraint == nil {
+		if spec.Constraint == nil && !spec.Connected {
 			return nil, fmt.Errorf("pipeline: %s has no constraint to decode with", spec.Name)
 		}
-		if spec.SpanningTree {
+		switch {
+		case spec.SpanningTree:
 			opts = append(opts, flow.WithDecodeOptions(vae.WithSpanningTree()))
-		} else {
+		case spec.Constraint != nil:
 			opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeConstraint(spec.Constraint)))
+		}
+		if spec.Connected {
+			opts = append(opts, flow.WithDecodeOptions(vae.WithConnected()))
 		}
 	}
 	if o.Temperature > 0 {

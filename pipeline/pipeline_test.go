@@ -416,12 +416,27 @@ func TestSpecConstraints(t *testing.T) {
 			t.Errorf("%s: no valid test graph: the check is vacuous", name)
 		}
 	}
+	if _, err := (Options{Constrained: true}).sampleOptions(Spec{Name: "unconstrained"}); err == nil {
+		t.Error("constrained decoding accepted for a dataset with no constraint")
+	}
+	// Ego: connectivity only (WithSeed, WithBatchSize and one decode option).
 	ego, err := Lookup("ego")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Options{Constrained: true}).sampleOptions(ego); err == nil {
-		t.Error("constrained decoding accepted for Ego, which has no constraint")
+	if !ego.Connected || ego.Constraint != nil || ego.ConstraintName == "" {
+		t.Fatalf("ego: Connected %v, Constraint set %v, name %q", ego.Connected, ego.Constraint != nil, ego.ConstraintName)
+	}
+	// Its stored margin stays (it adds edges for the MMDs, not validity).
+	if m := (Options{Constrained: true}).edgeMargin(ego); m != nil {
+		t.Errorf("ego: constrained margin %v, want the LG-VAE's own (nil)", *m)
+	}
+	opts, err := (Options{Constrained: true}).sampleOptions(ego)
+	if err != nil {
+		t.Fatalf("ego: %v", err)
+	}
+	if len(opts) != 3 {
+		t.Errorf("ego: %d sample options, want 3 (seed, batch, connected)", len(opts))
 	}
 }
 
@@ -524,7 +539,7 @@ func TestEdgeMarginDefault(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := c.o.edgeMargin()
+			got := c.o.edgeMargin(spec)
 			if (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
 				t.Fatalf("edgeMargin() = %v, want %v", got, c.want)
 			}
@@ -532,13 +547,14 @@ func TestEdgeMarginDefault(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// WithSeed and WithBatchSize always; a margin and a constraint when set.
+			// WithSeed and WithBatchSize always; a margin when set;
+			// planarity and connectivity under a constraint.
 			want := 2
 			if c.want != nil {
 				want++
 			}
 			if c.o.Constrained {
-				want++
+				want += 2
 			}
 			if len(opts) != want {
 				t.Errorf("%d sample options, want %d", len(opts), want)

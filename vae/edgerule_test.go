@@ -8,6 +8,7 @@ import (
 
 	"lgflow/autograd"
 	"lgflow/graph"
+	"lgflow/graph/planar"
 	"lgflow/tensor"
 )
 
@@ -306,5 +307,186 @@ func TestSpanningTreeRefused(t *testing.T) {
 	}
 	if _, err := und.decodeOptions([]DecodeOption{WithSpanningTree()}); err != nil {
 		t.Errorf("undirected model: %v", err)
+	}
+}
+
+// TestConnected checks WithConnected on hand-made scores: a connected
+// decode is unchanged, a disconnected one keeps its edges and gains the
+// most confident pair joining each extra component.
+func TestConnected(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 1}}
+	for _, tc := range []struct {
+		name  string
+		n     int
+		score map[[2]int]float64 // edge minus no-edge per ordered pair; others -5
+		want  [][2]int
+	}{
+		{"connected", 3, map[[2]int]float64{{0, 1}: 1, {1, 2}: 1, {0, 2}: 2}, [][2]int{{0, 1}, {0, 2}, {1, 2}}},
+		// Components {0,1,2} (a triangle) and {3,4}, and the lone node 5:
+		// {2,3} (-0.5) beats {0,4} (-1) as the bridge, 5 joins at {4,5}.
+		{"two components and a lone node", 6, map[[2]int]float64{
+			{0, 1}: 2, {1, 2}: 2, {0, 2}: 1, {3, 4}: 3,
+			{2, 3}: -0.5, {0, 4}: -1, {4, 5}: -2, {5, 1}: -3,
+		}, [][2]int{{0, 1}, {0, 2}, {1, 2}, {3, 4}, {2, 3}, {4, 5}}},
+		{"no edges", 3, nil, [][2]int{{0, 1}, {0, 2}}},
+	} {
+		lg := tensor.New(tensor.Float32, 1, tc.n, tc.n, 2)
+		for i := range tc.n {
+			for j := range tc.n {
+				s, ok := tc.score[[2]int{i, j}]
+				if !ok {
+					s = -5
+				}
+				lg.Set(s, 0, i, j, 1)
+			}
+		}
+		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{tc.n}, N: tc.n}
+		g := m.graphs(dec, decodeOptions{connected: true})[0]
+		want := graph.New(tc.n)
+		for _, e := range tc.want {
+			want.AddEdge(e[0], e[1])
+		}
+		if graph.FormatGraph6(g) != graph.FormatGraph6(want) {
+			t.Errorf("%s: edges %v, want %v", tc.name, g.Edges(), tc.want)
+		}
+	}
+}
+
+// TestConnectedMaximum checks on random logits that WithConnected keeps
+// every decoded edge, connects the graph with one edge per extra
+// component, and that the added edges have the largest total confidence of
+// any such set (against Prim's algorithm on the graph of components, where
+// two components are joined by their most confident pair).
+func TestConnectedMaximum(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 1}}
+	r := tensor.NewRNG(11)
+	const n = 16
+	for trial := range 20 {
+		lg := tensor.New(tensor.Float32, 1, n, n, 2)
+		for i := range n {
+			for j := range n {
+				lg.Set(r.Normal()-2, 0, i, j, 1) // sparse: several components
+			}
+		}
+		conf := func(i, j int) float64 {
+			return max(lg.At(0, i, j, 1)-lg.At(0, i, j, 0), lg.At(0, j, i, 1)-lg.At(0, j, i, 0))
+		}
+		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}
+		plain := m.graphs(dec, decodeOptions{})[0]
+		comps := graph.Components(plain)
+		k := len(comps)
+		comp := make([]int, n) // node -> component
+		for c, nodes := range comps {
+			for _, v := range nodes {
+				comp[v] = c
+			}
+		}
+		if k < 3 {
+			t.Fatalf("trial %d: %d components: the check is vacuous", trial, k)
+		}
+		g := m.graphs(dec, decodeOptions{connected: true})[0]
+		if !graph.IsConnected(g) {
+			t.Fatalf("trial %d: not connected", trial)
+		}
+		if g.M() != plain.M()+k-1 {
+			t.Fatalf("trial %d: %d edges, want %d + %d", trial, g.M(), plain.M(), k-1)
+		}
+		var got float64
+		for _, e := range plain.Edges() {
+			if !g.HasEdge(e.From, e.To) {
+				t.Fatalf("trial %d: decoded edge %v dropped", trial, e)
+			}
+		}
+		for _, e := range g.Edges() {
+			if !plain.HasEdge(e.From, e.To) {
+				got += conf(e.From, e.To)
+			}
+		}
+		// Prim over components.
+		best := make([][]float64, k)
+		for a := range best {
+			best[a] = make([]float64, k)
+			for b := range best[a] {
+				best[a][b] = math.Inf(-1)
+			}
+		}
+		for i := range n {
+			for j := i + 1; j < n; j++ {
+				if a, b := comp[i], comp[j]; a != b {
+					best[a][b] = max(best[a][b], conf(i, j))
+					best[b][a] = best[a][b]
+				}
+			}
+		}
+		in := make([]bool, k)
+		key := make([]float64, k)
+		for i := range key {
+			key[i] = math.Inf(-1)
+		}
+		key[0] = 0
+		var want float64
+		for range k {
+			u := -1
+			for v := range k {
+				if !in[v] && (u < 0 || key[v] > key[u]) {
+					u = v
+				}
+			}
+			in[u] = true
+			want += key[u]
+			for v := range k {
+				if !in[v] {
+					key[v] = max(key[v], best[u][v])
+				}
+			}
+		}
+		if math.Abs(got-want) > 1e-9 {
+			t.Fatalf("trial %d: added confidence %v, maximum %v", trial, got, want)
+		}
+	}
+}
+
+func TestConnectedRefusedForDirected(t *testing.T) {
+	dir := &Model{Cfg: Config{EdgeClasses: 1, Directed: true}}
+	if _, err := dir.decodeOptions([]DecodeOption{WithConnected()}); err == nil {
+		t.Error("directed model accepted WithConnected")
+	}
+	und := &Model{Cfg: Config{EdgeClasses: 1}}
+	if _, err := und.decodeOptions([]DecodeOption{WithConnected(), WithEdgeConstraint(graph.IsForest)}); err != nil {
+		t.Errorf("undirected model with a constraint: %v", err)
+	}
+}
+
+// TestConnectedAfterConstraint: on random logits of two dense halves, planarity
+// enforced and then components joined gives graphs that are planar and
+// connected (the bridges WithConnected adds join different components, so
+// they cannot break planarity).
+func TestConnectedAfterConstraint(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 1}}
+	r := tensor.NewRNG(5)
+	const n = 14
+	for trial := range 10 {
+		lg := tensor.New(tensor.Float32, 1, n, n, 2)
+		for i := range n {
+			for j := range n {
+				// Two dense halves (far from planar), never joined.
+				s := r.Normal() + 1
+				if (i < n/2) != (j < n/2) {
+					s = -8
+				}
+				lg.Set(s, 0, i, j, 1)
+			}
+		}
+		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}
+		if planar.IsPlanar(m.graphs(dec, decodeOptions{})[0]) {
+			t.Fatalf("trial %d: the plain decode is planar: the check is vacuous", trial)
+		}
+		if graph.IsConnected(m.graphs(dec, decodeOptions{keep: planar.IsPlanar})[0]) {
+			t.Fatalf("trial %d: the planar decode is connected: the check is vacuous", trial)
+		}
+		g := m.graphs(dec, decodeOptions{keep: planar.IsPlanar, connected: true})[0]
+		if !planar.IsPlanar(g) || !graph.IsConnected(g) {
+			t.Fatalf("trial %d: planar %v, connected %v", trial, planar.IsPlanar(g), graph.IsConnected(g))
+		}
 	}
 }

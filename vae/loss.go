@@ -380,6 +380,12 @@ func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
 			}
 			h = m.spanningTree(h, lg, g*N*N, N, o)
 		}
+		if o.connected && !graph.IsConnected(h) {
+			if lg == nil {
+				lg = logits.To(tensor.Float64).Data64()
+			}
+			h = m.connect(h, lg, g*N*N, N, o)
+		}
 		out[g] = h
 	}
 	return out
@@ -474,6 +480,30 @@ func (m *Model) pairConfidence(lg []float64, base, N, i, j int, rule EdgeRule) f
 // so come first. An edge's label is the edge class with the largest sum of
 // the two directions' logits.
 func (m *Model) spanningTree(h *graph.Graph, lg []float64, base, N int, o decodeOptions) *graph.Graph {
+	out := graph.New(h.N())
+	out.NodeLabels = h.NodeLabels
+	m.joinComponents(out, h, lg, base, N, o)
+	return out
+}
+
+// connect returns h with the fewest edges added that join its components:
+// h's own edges all stay, and the missing pairs of most confidence that
+// join two components are added (Kruskal's algorithm over h's components,
+// so the added edges have the maximum total confidence of any such set).
+func (m *Model) connect(h *graph.Graph, lg []float64, base, N int, o decodeOptions) *graph.Graph {
+	out := h.Clone()
+	m.joinComponents(out, h, lg, base, N, o)
+	return out
+}
+
+// joinComponents runs Kruskal's algorithm over all pairs of h's nodes, h's
+// own edges first, then the others most confident first (pairConfidence),
+// and adds to out each pair that joins two components of the forest built
+// so far (as an edge labelled by the class with the largest sum of the two
+// directions' logits), unless out already has it. With out empty it builds
+// a spanning tree; with out a copy of h it adds only the edges that connect
+// h.
+func (m *Model) joinComponents(out, h *graph.Graph, lg []float64, base, N int, o decodeOptions) {
 	n := h.N()
 	C := m.Cfg.EdgeClasses + 1
 	type pair struct {
@@ -509,10 +539,9 @@ func (m *Model) spanningTree(h *graph.Graph, lg []float64, base, N int, o decode
 		}
 		return x
 	}
-	out := graph.New(n)
-	out.NodeLabels = h.NodeLabels
+	joined := 0
 	for _, p := range pairs {
-		if out.M() == n-1 {
+		if joined == n-1 {
 			break
 		}
 		a, b := find(p.i), find(p.j)
@@ -520,6 +549,10 @@ func (m *Model) spanningTree(h *graph.Graph, lg []float64, base, N int, o decode
 			continue
 		}
 		parent[a] = b
+		joined++
+		if out.HasEdge(int(p.i), int(p.j)) {
+			continue
+		}
 		ij := lg[(base+int(p.i)*N+int(p.j))*C:][:C]
 		ji := lg[(base+int(p.j)*N+int(p.i))*C:][:C]
 		best := 1
@@ -530,7 +563,6 @@ func (m *Model) spanningTree(h *graph.Graph, lg []float64, base, N int, o decode
 		}
 		out.AddLabeledEdge(int(p.i), int(p.j), best-1)
 	}
-	return out
 }
 
 // stdAll returns the standard deviation of all entries of the tensors ts

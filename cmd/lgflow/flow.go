@@ -283,9 +283,10 @@ func runSample(ctx context.Context, args []string) error {
 	switch {
 	case set["edge-margin"]:
 		opts = append(opts, flow.WithEdgeMargin(*edgeMargin))
-	case *constraint != "":
+	case *constraint != "" && *constraint != "connected":
 		// A stored margin trades MMDs for validity, which the
-		// constraint gives anyway (as pipeline.Options).
+		// constraint gives anyway (as pipeline.Options); connectivity
+		// alone keeps it (Ego's adds edges for the MMDs).
 		opts = append(opts, flow.WithEdgeMargin(0))
 	}
 	if *constraint != "" {
@@ -320,16 +321,19 @@ func runSample(ctx context.Context, args []string) error {
 }
 
 // constraintUsage documents -constraint (sample, recon).
-const constraintUsage = "decode under a constraint, valid by construction there (not the paper's sampler): planar, forest, tree (maximum-confidence spanning trees) or dag"
+const constraintUsage = "decode under a constraint, valid by construction there (not the paper's sampler): planar, forest, tree (maximum-confidence spanning trees), dag, or connected (components joined by their most confident pairs)"
 
 // constraintOption returns the decode option of a -constraint name.
 func constraintOption(name string) (vae.DecodeOption, error) {
-	if name == "tree" {
+	switch name {
+	case "tree":
 		return vae.WithSpanningTree(), nil
+	case "connected":
+		return vae.WithConnected(), nil
 	}
 	keep, ok := map[string]func(*graph.Graph) bool{"planar": planar.IsPlanar, "forest": graph.IsForest, "dag": graph.IsDAG}[name]
 	if !ok {
-		return nil, usagef("-constraint %q: want planar, forest, tree or dag", name)
+		return nil, usagef("-constraint %q: want planar, forest, tree, dag or connected", name)
 	}
 	return vae.WithEdgeConstraint(keep), nil
 }
