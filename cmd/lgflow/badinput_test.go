@@ -44,6 +44,7 @@ func TestBadInput(t *testing.T) {
 		{"sample: no -flow", []string{"sample", "-vae", v}, 2, "need -vae and -flow"},
 		{"sample: unknown format", []string{"sample", "-vae", v, "-flow", f, "-format", "sdf"}, 2, "unknown format"},
 		{"sample: unknown constraint", []string{"sample", "-vae", v, "-flow", f, "-constraint", "chordal"}, 2, `-constraint "chordal"`},
+		{"sample: unknown constraint in a list", []string{"sample", "-vae", v, "-flow", f, "-constraint", "planar,chordal"}, 2, `-constraint "chordal"`},
 		{"sample: unknown edge rule", []string{"sample", "-vae", v, "-flow", f, "-edge-rule", "xor"}, 2, "unknown edge rule"},
 		{"sample: not a checkpoint", []string{"sample", "-vae", v, "-flow", notSafetensors}, 1, notSafetensors},
 		{"sample: bad -n", []string{"sample", "-vae", v, "-flow", f, "-n", "-3"}, 1, "-3"},

@@ -280,21 +280,22 @@ func runSample(ctx context.Context, args []string) error {
 		}
 		opts = append(opts, flow.WithEdgeRule(rule))
 	}
+	var constraintOpts []vae.DecodeOption
+	validity := false
+	if *constraint != "" {
+		if constraintOpts, validity, err = constraintOptions(*constraint); err != nil {
+			return err
+		}
+		opts = append(opts, flow.WithDecodeOptions(constraintOpts...))
+	}
 	switch {
 	case set["edge-margin"]:
 		opts = append(opts, flow.WithEdgeMargin(*edgeMargin))
-	case *constraint != "" && *constraint != "connected":
+	case validity:
 		// A stored margin trades MMDs for validity, which the
 		// constraint gives anyway (as pipeline.Options); connectivity
 		// alone keeps it (Ego's adds edges for the MMDs).
 		opts = append(opts, flow.WithEdgeMargin(0))
-	}
-	if *constraint != "" {
-		o, err := constraintOption(*constraint)
-		if err != nil {
-			return err
-		}
-		opts = append(opts, flow.WithDecodeOptions(o))
 	}
 	ae, err := vae.Load(*vaePath)
 	if err != nil {
@@ -321,19 +322,36 @@ func runSample(ctx context.Context, args []string) error {
 }
 
 // constraintUsage documents -constraint (sample, recon).
-const constraintUsage = "decode under a constraint, valid by construction there (not the paper's sampler): planar, forest, tree (maximum-confidence spanning trees), dag, or connected (components joined by their most confident pairs)"
+const constraintUsage = "decode under constraints, valid by construction there (not the paper's sampler), comma-separated: planar, forest, tree (maximum-confidence spanning trees), dag, connected (components joined by their most confident pairs); planar graphs: planar,connected"
 
-// constraintOption returns the decode option of a -constraint name.
-func constraintOption(name string) (vae.DecodeOption, error) {
-	switch name {
-	case "tree":
-		return vae.WithSpanningTree(), nil
-	case "connected":
-		return vae.WithConnected(), nil
+// constraintOptions returns the decode options of a -constraint list
+// (comma-separated names) and whether it holds a validity constraint (any
+// but connected), under which a stored edge margin gives way to the argmax.
+func constraintOptions(list string) (opts []vae.DecodeOption, validity bool, err error) {
+	var keeps []func(*graph.Graph) bool
+	for _, name := range strings.Split(list, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "tree":
+			opts, validity = append(opts, vae.WithSpanningTree()), true
+		case "connected":
+			opts = append(opts, vae.WithConnected())
+		default:
+			keep, ok := map[string]func(*graph.Graph) bool{"planar": planar.IsPlanar, "forest": graph.IsForest, "dag": graph.IsDAG}[name]
+			if !ok {
+				return nil, false, usagef("-constraint %q: want planar, forest, tree, dag or connected, or a comma-separated list", name)
+			}
+			keeps, validity = append(keeps, keep), true
+		}
 	}
-	keep, ok := map[string]func(*graph.Graph) bool{"planar": planar.IsPlanar, "forest": graph.IsForest, "dag": graph.IsDAG}[name]
-	if !ok {
-		return nil, usagef("-constraint %q: want planar, forest, tree, dag or connected", name)
+	if len(keeps) > 0 {
+		opts = append(opts, vae.WithEdgeConstraint(func(g *graph.Graph) bool {
+			for _, keep := range keeps {
+				if !keep(g) {
+					return false
+				}
+			}
+			return true
+		}))
 	}
-	return vae.WithEdgeConstraint(keep), nil
+	return opts, validity, nil
 }

@@ -274,11 +274,11 @@ func runRecon(ctx context.Context, args []string) error {
 	}
 	decodeOpts := []vae.DecodeOption{vae.WithEdgeRule(rule)}
 	if *constraint != "" {
-		o, err := constraintOption(*constraint)
+		o, _, err := constraintOptions(*constraint)
 		if err != nil {
 			return err
 		}
-		decodeOpts = append(decodeOpts, o)
+		decodeOpts = append(decodeOpts, o...)
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "edge-margin" {
