@@ -1,6 +1,7 @@
 package mol
 
 import (
+	"fmt"
 	"testing"
 
 	"lgflow/graph"
@@ -96,4 +97,24 @@ func TestOnRing(t *testing.T) {
 			t.Errorf("edge %v not on a ring", k)
 		}
 	}
+}
+
+// A decoder put an aromatic bond between a benzene ring and a methyl
+// group, which no molecule has: RepairAromaticity reads it as a single
+// bond, and the graph decodes as toluene.
+func ExampleEncoding_RepairAromaticity() {
+	g := graph.New(7)
+	g.NodeLabels = make([]int, 7) // seven carbons
+	for i := range 6 {
+		g.AddLabeledEdge(i, (i+1)%6, 3) // the aromatic ring
+	}
+	g.AddLabeledEdge(0, 6, 3) // aromatic, but on no ring
+	_, err := MOSES.DecodeDatasetGraph(g)
+	fmt.Println("decodes as it is:", err == nil)
+	h, ok := MOSES.RepairAromaticity(g)
+	smiles, _ := MOSES.DecodeDatasetGraph(h)
+	fmt.Println("repaired:", ok, smiles)
+	// Output:
+	// decodes as it is: false
+	// repaired: true Cc1ccccc1
 }
