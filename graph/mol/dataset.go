@@ -283,14 +283,7 @@ func (e *Encoding) DecodeDatasetGraph(g *graph.Graph) (string, error) {
 // shiftEdgeLabels returns a copy of the undirected graph g with every edge
 // label increased by delta (node labels shared with g).
 func shiftEdgeLabels(g *graph.Graph, delta int) *graph.Graph {
-	h := graph.New(g.N())
-	h.NodeLabels = g.NodeLabels
-	for _, ed := range g.Edges() {
-		if err := h.AddLabeledEdge(ed.From, ed.To, ed.Label+delta); err != nil {
-			panic("mol: shiftEdgeLabels: " + err.Error()) // g's edges are valid
-		}
-	}
-	return h
+	return relabelEdges(g, func(ed graph.Edge) int { return ed.Label + delta })
 }
 
 // ParseGraphError reports the SMILES that ParseGraphs could not convert.
