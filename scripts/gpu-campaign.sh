@@ -35,7 +35,10 @@
 # collect writes the flow in float32 when it fits one file of 15 MiB (else
 # f16 shards), the LG-VAE when the campaign trained one, and the flow's
 # resumable state cut in parts of 15 MiB (join them with
-# `cat flow-state.safetensors.part-* > flow-state.safetensors`).
+# `cat flow-state.safetensors.part-* > flow-state.safetensors`); in a
+# scratch campaign stopped during the LG-VAE phase, the LG-VAE's state in
+# parts instead, to resume it in the next window (cat the parts into
+# runs/gpu-campaign/vae/state.safetensors there, and carry that path).
 #
 # -budget is the GPU training time of the whole campaign, -vae-share the
 # LG-VAE's part of it (scratch only); the evaluation comes on top
@@ -293,6 +296,11 @@ collect)
 	fi
 	if [ "$from" = pretrained ] && [ -f "$dir/flow/state.safetensors" ]; then
 		split -b 15M "$dir/flow/state.safetensors" "$out/flow-state.safetensors.part-"
+	fi
+	if [ "$from" = scratch ] && [ "$(state phase "$first_phase")" = vae ] && [ -f "$dir/vae/state.safetensors" ]; then
+		# The LG-VAE is not done: its state, to carry into the next window's
+		# $dir/vae/state.safetensors (cat the parts) and resume there.
+		split -b 15M "$dir/vae/state.safetensors" "$out/vae-state.safetensors.part-"
 	fi
 	[ -f "$dir/eval/report.json" ] && cp "$dir/eval/report.json" "$out/"
 	[ -f "$log" ] && tail -c 4000000 "$log" > "$out/campaign.log"
