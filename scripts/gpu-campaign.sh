@@ -315,7 +315,7 @@ collect)
 	fi
 	;;
 *)
-	sed -n '2,52p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,/^set -euo/{/^set -euo/!p}' "$0" | sed 's/^# \{0,1\}//'
 	[ "$cmd" = help ] || exit 2
 	;;
 esac
