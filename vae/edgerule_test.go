@@ -87,17 +87,7 @@ func TestEdgeConstraint(t *testing.T) {
 	// Edge-minus-no-edge scores per ordered pair; the OR rule takes the
 	// larger direction: {0,1} 3, {1,2} 2, {0,2} 1, {2,3} 0.5.
 	score := map[[2]int]float64{{0, 1}: 3, {1, 0}: -1, {1, 2}: 2, {2, 1}: 2, {0, 2}: -2, {2, 0}: 1, {2, 3}: 0.5, {3, 2}: 0.2}
-	lg := tensor.New(tensor.Float32, 1, 4, 4, 2)
-	for i := range 4 {
-		for j := range 4 {
-			lg.Set(1, 0, i, j, 0) // no edge unless listed
-			if s, ok := score[[2]int{i, j}]; ok {
-				lg.Set(0, 0, i, j, 0)
-				lg.Set(s, 0, i, j, 1)
-			}
-		}
-	}
-	dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{4}, N: 4}
+	dec := scoredDecode(4, score, -1) // no edge unless listed
 	atMost := func(k int) func(*graph.Graph) bool { return func(g *graph.Graph) bool { return g.M() <= k } }
 	noTriangle := func(g *graph.Graph) bool { return !(g.HasEdge(0, 1) && g.HasEdge(1, 2) && g.HasEdge(0, 2)) }
 	for _, tc := range []struct {
@@ -112,14 +102,7 @@ func TestEdgeConstraint(t *testing.T) {
 		// less confident {2,3} stays.
 		{"no triangle", noTriangle, [][2]int{{0, 1}, {1, 2}, {2, 3}}},
 	} {
-		g := m.graphs(dec, decodeOptions{keep: tc.keep})[0]
-		want := graph.New(4)
-		for _, e := range tc.want {
-			want.AddEdge(e[0], e[1])
-		}
-		if graph.FormatGraph6(g) != graph.FormatGraph6(want) {
-			t.Errorf("%s: edges %v, want %v", tc.name, g.Edges(), tc.want)
-		}
+		checkEdges(t, tc.name, m.graphs(dec, decodeOptions{keep: tc.keep})[0], tc.want)
 	}
 }
 
@@ -330,25 +313,8 @@ func TestConnected(t *testing.T) {
 		}, [][2]int{{0, 1}, {0, 2}, {1, 2}, {3, 4}, {2, 3}, {4, 5}}},
 		{"no edges", 3, nil, [][2]int{{0, 1}, {0, 2}}},
 	} {
-		lg := tensor.New(tensor.Float32, 1, tc.n, tc.n, 2)
-		for i := range tc.n {
-			for j := range tc.n {
-				s, ok := tc.score[[2]int{i, j}]
-				if !ok {
-					s = -5
-				}
-				lg.Set(s, 0, i, j, 1)
-			}
-		}
-		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{tc.n}, N: tc.n}
-		g := m.graphs(dec, decodeOptions{connected: true})[0]
-		want := graph.New(tc.n)
-		for _, e := range tc.want {
-			want.AddEdge(e[0], e[1])
-		}
-		if graph.FormatGraph6(g) != graph.FormatGraph6(want) {
-			t.Errorf("%s: edges %v, want %v", tc.name, g.Edges(), tc.want)
-		}
+		dec := scoredDecode(tc.n, tc.score, -5)
+		checkEdges(t, tc.name, m.graphs(dec, decodeOptions{connected: true})[0], tc.want)
 	}
 }
 
@@ -488,5 +454,34 @@ func TestConnectedAfterConstraint(t *testing.T) {
 		if !planar.IsPlanar(g) || !graph.IsConnected(g) {
 			t.Fatalf("trial %d: planar %v, connected %v", trial, planar.IsPlanar(g), graph.IsConnected(g))
 		}
+	}
+}
+
+// scoredDecode returns a one-graph decode of n nodes and one edge class
+// whose edge-minus-no-edge score is score[{i, j}] for the listed ordered
+// pairs and rest for the others.
+func scoredDecode(n int, score map[[2]int]float64, rest float64) *Decoded {
+	lg := tensor.New(tensor.Float32, 1, n, n, 2)
+	for i := range n {
+		for j := range n {
+			s, ok := score[[2]int{i, j}]
+			if !ok {
+				s = rest
+			}
+			lg.Set(s, 0, i, j, 1)
+		}
+	}
+	return &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}
+}
+
+// checkEdges reports an error unless g has exactly the edges want.
+func checkEdges(t *testing.T, name string, g *graph.Graph, want [][2]int) {
+	t.Helper()
+	w := graph.New(g.N())
+	for _, e := range want {
+		w.AddEdge(e[0], e[1])
+	}
+	if graph.FormatGraph6(g) != graph.FormatGraph6(w) {
+		t.Errorf("%s: edges %v, want %v", name, g.Edges(), want)
 	}
 }
