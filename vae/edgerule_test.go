@@ -247,29 +247,7 @@ func TestSpanningTreeMaximum(t *testing.T) {
 		for _, e := range g.Edges() {
 			got += conf(e.From, e.To)
 		}
-		// Prim.
-		in := make([]bool, n)
-		best := make([]float64, n)
-		for i := range best {
-			best[i] = math.Inf(-1)
-		}
-		best[0] = 0
-		var want float64
-		for range n {
-			u := -1
-			for v := range n {
-				if !in[v] && (u < 0 || best[v] > best[u]) {
-					u = v
-				}
-			}
-			in[u] = true
-			want += best[u]
-			for v := range n {
-				if !in[v] {
-					best[v] = max(best[v], conf(u, v))
-				}
-			}
-		}
+		want := maxSpanningWeight(n, conf)
 		if math.Abs(got-want) > 1e-9 {
 			t.Fatalf("trial %d: tree confidence %v, maximum %v", trial, got, want)
 		}
@@ -384,28 +362,7 @@ func TestConnectedMaximum(t *testing.T) {
 				}
 			}
 		}
-		in := make([]bool, k)
-		key := make([]float64, k)
-		for i := range key {
-			key[i] = math.Inf(-1)
-		}
-		key[0] = 0
-		var want float64
-		for range k {
-			u := -1
-			for v := range k {
-				if !in[v] && (u < 0 || key[v] > key[u]) {
-					u = v
-				}
-			}
-			in[u] = true
-			want += key[u]
-			for v := range k {
-				if !in[v] {
-					key[v] = max(key[v], best[u][v])
-				}
-			}
-		}
+		want := maxSpanningWeight(k, func(a, b int) float64 { return best[a][b] })
 		if math.Abs(got-want) > 1e-9 {
 			t.Fatalf("trial %d: added confidence %v, maximum %v", trial, got, want)
 		}
@@ -484,4 +441,32 @@ func checkEdges(t *testing.T, name string, g *graph.Graph, want [][2]int) {
 	if graph.FormatGraph6(g) != graph.FormatGraph6(w) {
 		t.Errorf("%s: edges %v, want %v", name, g.Edges(), want)
 	}
+}
+
+// maxSpanningWeight returns the total weight of a maximum spanning tree of
+// the complete graph on n nodes with edge weights w (Prim's algorithm).
+func maxSpanningWeight(n int, w func(u, v int) float64) float64 {
+	in := make([]bool, n)
+	key := make([]float64, n)
+	for i := range key {
+		key[i] = math.Inf(-1)
+	}
+	key[0] = 0
+	var total float64
+	for range n {
+		u := -1
+		for v := range n {
+			if !in[v] && (u < 0 || key[v] > key[u]) {
+				u = v
+			}
+		}
+		in[u] = true
+		total += key[u]
+		for v := range n {
+			if !in[v] {
+				key[v] = max(key[v], w(u, v))
+			}
+		}
+	}
+	return total
 }
