@@ -60,8 +60,9 @@ type Options struct {
 	// Steps, EdgeRule, Temperature and FinalJump are passed to flow.Sample
 	// only when set (non-zero, non-empty); otherwise its defaults apply.
 	// EdgeRule is a vae.ParseEdgeRule name: or, and, mean. EdgeMargin is
-	// flow.WithEdgeMargin's (nil: the LG-VAE's own, except under
-	// Constrained with a validity constraint, where it is 0, the argmax).
+	// flow.WithEdgeMargin's (nil: the decoder's default, the LG-VAE's own
+	// margin, or the argmax under a planarity, acyclicity or tree
+	// constraint: vae.WithEdgeMargin).
 	Steps      int
 	EdgeRule   string
 	EdgeMargin *float64
@@ -84,27 +85,6 @@ type Options struct {
 	Hooks Hooks
 }
 
-// edgeMargin is the decoding margin Options asks for on spec: EdgeMargin
-// when set; else, under Constrained with a validity constraint (planarity,
-// acyclicity, trees), 0 (the argmax); else nil, the LG-VAE's own. An
-// LG-VAE stores a margin to trade MMDs for validity (planar: 0.75), which a
-// constraint gives anyway: constrained planar samples are 99.6% V.U.N. with
-// either margin, with a degree MMD of 0.9-1.1 at 0 against 1.8-2.0 at 0.75
-// (docs/results.md, session 10).
-//
-// Connectivity alone (Spec.Connected, Ego) keeps the stored margin: Ego's
-// (-1) adds edges for the MMDs, not for validity.
-func (o Options) edgeMargin(spec Spec) *float64 {
-	switch {
-	case o.EdgeMargin != nil:
-		return o.EdgeMargin
-	case o.Constrained && (spec.Constraint != nil || spec.SpanningTree):
-		argmax := 0.0
-		return &argmax
-	}
-	return nil
-}
-
 // sampleOptions returns the flow.Sample options Options sets.
 func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 	batch := o.Batch
@@ -125,8 +105,8 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 		}
 		opts = append(opts, flow.WithEdgeRule(r))
 	}
-	if m := o.edgeMargin(spec); m != nil {
-		opts = append(opts, flow.WithEdgeMargin(*m))
+	if o.EdgeMargin != nil {
+		opts = append(opts, flow.WithEdgeMargin(*o.EdgeMargin))
 	}
 	if o.Constrained {
 		if spec.Constraint == nil && !spec.Connected {

@@ -427,10 +427,6 @@ func TestSpecConstraints(t *testing.T) {
 	if !ego.Connected || ego.Constraint != nil || ego.ConstraintName == "" {
 		t.Fatalf("ego: Connected %v, Constraint set %v, name %q", ego.Connected, ego.Constraint != nil, ego.ConstraintName)
 	}
-	// Its stored margin stays (it adds edges for the MMDs, not validity).
-	if m := (Options{Constrained: true}).edgeMargin(ego); m != nil {
-		t.Errorf("ego: constrained margin %v, want the LG-VAE's own (nil)", *m)
-	}
 	opts, err := (Options{Constrained: true}).sampleOptions(ego)
 	if err != nil {
 		t.Fatalf("ego: %v", err)
@@ -515,54 +511,5 @@ func TestSampleOptionsBad(t *testing.T) {
 		if c.ok && len(opts) < 2 {
 			t.Errorf("%s: %d options, want seed and batch at least", c.name, len(opts))
 		}
-	}
-}
-
-// TestEdgeMarginDefault: an explicit margin wins; under a constraint the
-// default is the argmax (0), not the LG-VAE's stored margin (nil); the
-// report records the margin used.
-func TestEdgeMarginDefault(t *testing.T) {
-	half := 0.5
-	spec, err := Lookup("planar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases := []struct {
-		name string
-		o    Options
-		want *float64
-	}{
-		{"default", Options{}, nil},
-		{"explicit", Options{EdgeMargin: &half}, &half},
-		{"constrained", Options{Constrained: true}, new(float64)},
-		{"constrained, explicit", Options{Constrained: true, EdgeMargin: &half}, &half},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := c.o.edgeMargin(spec)
-			if (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
-				t.Fatalf("edgeMargin() = %v, want %v", got, c.want)
-			}
-			opts, err := c.o.sampleOptions(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// WithSeed and WithBatchSize always; a margin when set;
-			// planarity and connectivity under a constraint.
-			want := 2
-			if c.want != nil {
-				want++
-			}
-			if c.o.Constrained {
-				want += 2
-			}
-			if len(opts) != want {
-				t.Errorf("%d sample options, want %d", len(opts), want)
-			}
-			r := newReport(spec, c.o, 1)
-			if (r.EdgeMargin == nil) != (c.want == nil) || (r.EdgeMargin != nil && *r.EdgeMargin != *c.want) {
-				t.Errorf("report margin %v, want %v", r.EdgeMargin, c.want)
-			}
-		})
 	}
 }

@@ -80,7 +80,7 @@ type Report struct {
 
 func newReport(spec Spec, o Options, n int) *Report {
 	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Steps: o.Steps, Method: o.Method, Seed: o.Seed,
-		EdgeMargin: o.edgeMargin(spec), Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
+		EdgeMargin: o.EdgeMargin, Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
 		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained}
 	if o.Constrained {
 		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint ("+spec.ConstraintName+"), which the paper's sampler does not do; validity is then partly by construction")

@@ -2,6 +2,7 @@ package vae
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -123,13 +124,7 @@ func TestEdgeConstraintGreedy(t *testing.T) {
 		return true
 	}
 	for trial := range 20 {
-		lg := tensor.New(tensor.Float32, 1, n, n, 2)
-		for i := range n {
-			for j := range n {
-				lg.Set(r.Normal()+0.5, 0, i, j, 1) // mostly edges
-			}
-		}
-		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}
+		dec, conf := randomDecode(r, n, func(_, _ int, z float64) float64 { return z + 0.5 }) // mostly edges
 		got := m.graphs(dec, decodeOptions{keep: maxDeg2})[0]
 		// The one-at-a-time rule on the unconstrained graph's edges.
 		full := m.graphs(dec, decodeOptions{})[0]
@@ -139,8 +134,7 @@ func TestEdgeConstraintGreedy(t *testing.T) {
 		}
 		var es []scored
 		for _, e := range full.Edges() {
-			s := max(lg.At(0, e.From, e.To, 1)-lg.At(0, e.From, e.To, 0), lg.At(0, e.To, e.From, 1)-lg.At(0, e.To, e.From, 0))
-			es = append(es, scored{e.From, e.To, s})
+			es = append(es, scored{e.From, e.To, conf(e.From, e.To)})
 		}
 		slices.SortStableFunc(es, func(a, b scored) int { return cmp.Compare(b.s, a.s) })
 		want := graph.New(n)
@@ -229,16 +223,8 @@ func TestSpanningTreeMaximum(t *testing.T) {
 	r := tensor.NewRNG(9)
 	const n = 12
 	for trial := range 20 {
-		lg := tensor.New(tensor.Float32, 1, n, n, 2)
-		for i := range n {
-			for j := range n {
-				lg.Set(r.Normal()-1.5, 0, i, j, 1) // a sparse, mostly disconnected decode
-			}
-		}
-		conf := func(i, j int) float64 {
-			return max(lg.At(0, i, j, 1)-lg.At(0, i, j, 0), lg.At(0, j, i, 1)-lg.At(0, j, i, 0))
-		}
-		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}
+		// A sparse, mostly disconnected decode.
+		dec, conf := randomDecode(r, n, func(_, _ int, z float64) float64 { return z - 1.5 })
 		g := m.graphs(dec, decodeOptions{tree: true})[0]
 		if !graph.IsTree(g) {
 			t.Fatalf("trial %d: not a tree: %v", trial, g.Edges())
@@ -306,16 +292,8 @@ func TestConnectedMaximum(t *testing.T) {
 	r := tensor.NewRNG(11)
 	const n = 16
 	for trial := range 20 {
-		lg := tensor.New(tensor.Float32, 1, n, n, 2)
-		for i := range n {
-			for j := range n {
-				lg.Set(r.Normal()-2, 0, i, j, 1) // sparse: several components
-			}
-		}
-		conf := func(i, j int) float64 {
-			return max(lg.At(0, i, j, 1)-lg.At(0, i, j, 0), lg.At(0, j, i, 1)-lg.At(0, j, i, 0))
-		}
-		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}
+		// Sparse: several components.
+		dec, conf := randomDecode(r, n, func(_, _ int, z float64) float64 { return z - 2 })
 		plain := m.graphs(dec, decodeOptions{})[0]
 		comps := graph.Components(plain)
 		k := len(comps)
@@ -389,18 +367,13 @@ func TestConnectedAfterConstraint(t *testing.T) {
 	r := tensor.NewRNG(5)
 	const n = 14
 	for trial := range 10 {
-		lg := tensor.New(tensor.Float32, 1, n, n, 2)
-		for i := range n {
-			for j := range n {
-				// Two dense halves (far from planar), never joined.
-				s := r.Normal() + 1
-				if (i < n/2) != (j < n/2) {
-					s = -8
-				}
-				lg.Set(s, 0, i, j, 1)
+		// Two dense halves (far from planar), never joined.
+		dec, _ := randomDecode(r, n, func(i, j int, z float64) float64 {
+			if (i < n/2) != (j < n/2) {
+				return -8
 			}
-		}
-		dec := &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}
+			return z + 1
+		})
 		if planar.IsPlanar(m.graphs(dec, decodeOptions{})[0]) {
 			t.Fatalf("trial %d: the plain decode is planar: the check is vacuous", trial)
 		}
@@ -469,4 +442,61 @@ func maxSpanningWeight(n int, w func(u, v int) float64) float64 {
 		}
 	}
 	return total
+}
+
+// TestConstraintMarginDefault: a stored margin applies unless a validity
+// constraint (WithEdgeConstraint, WithSpanningTree) is given, which decodes
+// with the argmax; WithConnected alone keeps it; an explicit margin wins.
+func TestConstraintMarginDefault(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 1, EdgeMargin: 0.75}}
+	for _, c := range []struct {
+		name string
+		opts []DecodeOption
+		want float64
+	}{
+		{"stored", nil, 0.75},
+		{"planarity", []DecodeOption{WithEdgeConstraint(graph.IsForest)}, 0},
+		{"spanning tree", []DecodeOption{WithSpanningTree()}, 0},
+		{"connectivity alone", []DecodeOption{WithConnected()}, 0.75},
+		{"constraint and margin", []DecodeOption{WithEdgeConstraint(graph.IsForest), WithEdgeMargin(0.5)}, 0.5},
+	} {
+		o, err := m.decodeOptions(c.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if o.margin != c.want {
+			t.Errorf("%s: margin %v, want %v", c.name, o.margin, c.want)
+		}
+	}
+	// The margin decides: a pair scoring 0.5 is an edge with the argmax,
+	// not under the stored 0.75.
+	dec := scoredDecode(2, map[[2]int]float64{{0, 1}: 0.5, {1, 0}: 0.5}, -5)
+	for _, c := range []struct {
+		opts []DecodeOption
+		want [][2]int
+	}{
+		{nil, nil},
+		{[]DecodeOption{WithEdgeConstraint(graph.IsForest)}, [][2]int{{0, 1}}},
+	} {
+		o, err := m.decodeOptions(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkEdges(t, fmt.Sprintf("%d options", len(c.opts)), m.graphs(dec, o)[0], c.want)
+	}
+}
+
+// randomDecode returns a one-graph decode of n nodes and one edge class
+// whose edge-minus-no-edge score for the ordered pair (i, j) is
+// score(i, j, z), z a standard normal draw from r, and each pair's
+// confidence under the or rule (the larger direction).
+func randomDecode(r *tensor.RNG, n int, score func(i, j int, z float64) float64) (*Decoded, func(i, j int) float64) {
+	lg := tensor.New(tensor.Float32, 1, n, n, 2)
+	for i := range n {
+		for j := range n {
+			lg.Set(score(i, j, r.Normal()), 0, i, j, 1)
+		}
+	}
+	conf := func(i, j int) float64 { return max(lg.At(0, i, j, 1), lg.At(0, j, i, 1)) }
+	return &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}, conf
 }

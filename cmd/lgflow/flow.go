@@ -244,7 +244,7 @@ func runSample(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 256, "graphs integrated together")
 	method := fs.String("method", "", "integrator: euler or heun (default: flow.Sample's)")
 	edgeRule := fs.String("edge-rule", "", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one (default: flow.Sample's)")
-	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own, 0 with -constraint; 0: the argmax; larger: fewer spurious edges)")
+	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own, 0 under a planar, forest, dag or tree constraint; 0: the argmax; larger: fewer spurious edges)")
 	constraint := fs.String("constraint", "", constraintUsage)
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
@@ -280,22 +280,15 @@ func runSample(ctx context.Context, args []string) error {
 		}
 		opts = append(opts, flow.WithEdgeRule(rule))
 	}
-	var constraintOpts []vae.DecodeOption
-	validity := false
+	if set["edge-margin"] {
+		opts = append(opts, flow.WithEdgeMargin(*edgeMargin))
+	}
 	if *constraint != "" {
-		if constraintOpts, validity, err = constraintOptions(*constraint); err != nil {
+		constraintOpts, err := constraintOptions(*constraint)
+		if err != nil {
 			return err
 		}
 		opts = append(opts, flow.WithDecodeOptions(constraintOpts...))
-	}
-	switch {
-	case set["edge-margin"]:
-		opts = append(opts, flow.WithEdgeMargin(*edgeMargin))
-	case validity:
-		// A stored margin trades MMDs for validity, which the
-		// constraint gives anyway (as pipeline.Options); connectivity
-		// alone keeps it (Ego's adds edges for the MMDs).
-		opts = append(opts, flow.WithEdgeMargin(0))
 	}
 	ae, err := vae.Load(*vaePath)
 	if err != nil {
@@ -325,22 +318,22 @@ func runSample(ctx context.Context, args []string) error {
 const constraintUsage = "decode under constraints, valid by construction there (not the paper's sampler), comma-separated: planar, forest, tree (maximum-confidence spanning trees), dag, connected (components joined by their most confident pairs); planar graphs: planar,connected"
 
 // constraintOptions returns the decode options of a -constraint list
-// (comma-separated names) and whether it holds a validity constraint (any
-// but connected), under which a stored edge margin gives way to the argmax.
-func constraintOptions(list string) (opts []vae.DecodeOption, validity bool, err error) {
+// (comma-separated names).
+func constraintOptions(list string) ([]vae.DecodeOption, error) {
+	var opts []vae.DecodeOption
 	var keeps []func(*graph.Graph) bool
 	for _, name := range strings.Split(list, ",") {
 		switch name = strings.TrimSpace(name); name {
 		case "tree":
-			opts, validity = append(opts, vae.WithSpanningTree()), true
+			opts = append(opts, vae.WithSpanningTree())
 		case "connected":
 			opts = append(opts, vae.WithConnected())
 		default:
 			keep, ok := map[string]func(*graph.Graph) bool{"planar": planar.IsPlanar, "forest": graph.IsForest, "dag": graph.IsDAG}[name]
 			if !ok {
-				return nil, false, usagef("-constraint %q: want planar, forest, tree, dag or connected, or a comma-separated list", name)
+				return nil, usagef("-constraint %q: want planar, forest, tree, dag or connected, or a comma-separated list", name)
 			}
-			keeps, validity = append(keeps, keep), true
+			keeps = append(keeps, keep)
 		}
 	}
 	if len(keeps) > 0 {
@@ -353,5 +346,5 @@ func constraintOptions(list string) (opts []vae.DecodeOption, validity bool, err
 			return true
 		}))
 	}
-	return opts, validity, nil
+	return opts, nil
 }

@@ -2,32 +2,30 @@ package main
 
 import "testing"
 
-// TestConstraintOptions: names and lists map to decode options; every
-// name but connected is a validity constraint (the argmax replaces a stored
-// margin); predicates combine into one WithEdgeConstraint.
+// TestConstraintOptions: names and lists map to decode options;
+// predicates combine into one WithEdgeConstraint.
 func TestConstraintOptions(t *testing.T) {
 	for _, c := range []struct {
-		list     string
-		n        int
-		validity bool
+		list string
+		n    int
 	}{
-		{"planar", 1, true},
-		{"connected", 1, false},
-		{"tree", 1, true},
-		{"planar,connected", 2, true},
-		{"planar, dag", 1, true},
-		{"dag,forest,connected", 2, true},
+		{"planar", 1},
+		{"connected", 1},
+		{"tree", 1},
+		{"planar,connected", 2},
+		{"planar, dag", 1},
+		{"dag,forest,connected", 2},
 	} {
-		opts, validity, err := constraintOptions(c.list)
+		opts, err := constraintOptions(c.list)
 		if err != nil {
 			t.Errorf("%q: %v", c.list, err)
 			continue
 		}
-		if len(opts) != c.n || validity != c.validity {
-			t.Errorf("%q: %d options, validity %v; want %d, %v", c.list, len(opts), validity, c.n, c.validity)
+		if len(opts) != c.n {
+			t.Errorf("%q: %d options, want %d", c.list, len(opts), c.n)
 		}
 	}
-	if _, _, err := constraintOptions("planar,"); err == nil {
+	if _, err := constraintOptions("planar,"); err == nil {
 		t.Error(`"planar,": empty name accepted`)
 	}
 }

@@ -274,7 +274,7 @@ func runRecon(ctx context.Context, args []string) error {
 	}
 	decodeOpts := []vae.DecodeOption{vae.WithEdgeRule(rule)}
 	if *constraint != "" {
-		o, _, err := constraintOptions(*constraint)
+		o, err := constraintOptions(*constraint)
 		if err != nil {
 			return err
 		}
