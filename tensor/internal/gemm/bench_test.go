@@ -3,6 +3,7 @@ package gemm
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -131,57 +132,65 @@ func BenchmarkDgemm(b *testing.B) {
 }
 
 // BenchmarkSgemmLinear measures the three products of a linear layer
-// y = x·wᵀ on 4096 tokens (64 sets of 64), as the DiT's training step runs
-// them: the forward pass (op(B) = wᵀ), the input gradient dy·w and the
-// weight gradient dyᵀ·x (op(A) = dyᵀ), for widths in → out of 128 → 512 and
-// 512 → 128. One thread; gonum's blas32.Gemm on the same products is the
-// baseline.
+// y = x·wᵀ as the DiT's training step runs them: the forward pass (op(B) =
+// wᵀ), the input gradient dy·w and the weight gradient dyᵀ·x (op(A) = dyᵀ),
+// for widths in → out of 128 → 512 and 512 → 128, on 4096 tokens (64 sets of
+// 64) and 16384 (256 sets), with one thread and with every thread
+// (GOMAXPROCS). gonum's blas32.Gemm on the same products is the baseline.
+// The weight gradient, a deep product with a small C, is the one split
+// into k slices (kSlices).
 func BenchmarkSgemmLinear(b *testing.B) {
-	const rows = 64 * 64
 	rng := rand.New(rand.NewPCG(4, 4))
-	for _, d := range [][2]int{{128, 512}, {512, 128}} {
-		in, out := d[0], d[1]
-		x, w, dy := randSlice32(rows*in, rng), randSlice32(out*in, rng), randSlice32(rows*out, rng)
-		y, dx, dw := make([]float32, rows*out), make([]float32, rows*in), make([]float32, out*in)
-		products := []struct {
-			name           string
-			transA, transB bool
-			m, n, k        int
-			a              []float32
-			lda            int
-			b              []float32
-			ldb            int
-			c              []float32
-		}{
-			{"forward", false, true, rows, out, in, x, in, w, in, y},
-			{"dx", false, false, rows, in, out, dy, out, w, in, dx},
-			{"dw", true, false, out, in, rows, dy, out, x, in, dw},
+	for _, rows := range []int{64 * 64, 256 * 64} {
+		for _, d := range [][2]int{{128, 512}, {512, 128}} {
+			benchLinear(b, rng, rows, d[0], d[1])
 		}
-		for _, p := range products {
-			name := fmt.Sprintf("%dx%d/%s", in, out, p.name)
-			b.Run(name, func(b *testing.B) {
+	}
+}
+
+func benchLinear(b *testing.B, rng *rand.Rand, rows, in, out int) {
+	x, w, dy := randSlice32(rows*in, rng), randSlice32(out*in, rng), randSlice32(rows*out, rng)
+	y, dx, dw := make([]float32, rows*out), make([]float32, rows*in), make([]float32, out*in)
+	products := []struct {
+		name           string
+		transA, transB bool
+		m, n, k        int
+		a              []float32
+		lda            int
+		b              []float32
+		ldb            int
+		c              []float32
+	}{
+		{"forward", false, true, rows, out, in, x, in, w, in, y},
+		{"dx", false, false, rows, in, out, dy, out, w, in, dx},
+		{"dw", true, false, out, in, rows, dy, out, x, in, dw},
+	}
+	for _, p := range products {
+		name := fmt.Sprintf("rows%d/%dx%d/%s", rows, in, out, p.name)
+		for _, threads := range []int{1, runtime.GOMAXPROCS(0)} {
+			b.Run(fmt.Sprintf("%s/threads%d", name, threads), func(b *testing.B) {
 				for b.Loop() {
-					gemm(&sState, sKern, 1, "Sgemm", p.transA, p.transB, p.m, p.n, p.k, 1, p.a, p.lda, p.b, p.ldb, 0, nil, p.c, p.n)
-				}
-				reportGFLOPS(b, p.m, p.n, p.k)
-			})
-			b.Run(name+"/gonum", func(b *testing.B) {
-				ta, tb := blas.NoTrans, blas.NoTrans
-				ar, ac, br, bc := p.m, p.k, p.k, p.n
-				if p.transA {
-					ta, ar, ac = blas.Trans, p.k, p.m
-				}
-				if p.transB {
-					tb, br, bc = blas.Trans, p.n, p.k
-				}
-				ga := blas32.General{Rows: ar, Cols: ac, Stride: p.lda, Data: p.a}
-				gb := blas32.General{Rows: br, Cols: bc, Stride: p.ldb, Data: p.b}
-				gc := blas32.General{Rows: p.m, Cols: p.n, Stride: p.n, Data: p.c}
-				for b.Loop() {
-					blas32.Gemm(ta, tb, 1, ga, gb, 0, gc)
+					gemm(&sState, sKern, threads, "Sgemm", p.transA, p.transB, p.m, p.n, p.k, 1, p.a, p.lda, p.b, p.ldb, 0, nil, p.c, p.n)
 				}
 				reportGFLOPS(b, p.m, p.n, p.k)
 			})
 		}
+		b.Run(name+"/gonum", func(b *testing.B) {
+			ta, tb := blas.NoTrans, blas.NoTrans
+			ar, ac, br, bc := p.m, p.k, p.k, p.n
+			if p.transA {
+				ta, ar, ac = blas.Trans, p.k, p.m
+			}
+			if p.transB {
+				tb, br, bc = blas.Trans, p.n, p.k
+			}
+			ga := blas32.General{Rows: ar, Cols: ac, Stride: p.lda, Data: p.a}
+			gb := blas32.General{Rows: br, Cols: bc, Stride: p.ldb, Data: p.b}
+			gc := blas32.General{Rows: p.m, Cols: p.n, Stride: p.n, Data: p.c}
+			for b.Loop() {
+				blas32.Gemm(ta, tb, 1, ga, gb, 0, gc)
+			}
+			reportGFLOPS(b, p.m, p.n, p.k)
+		})
 	}
 }

@@ -28,6 +28,8 @@ var (
 // workspace holds packing buffers; they only grow.
 type workspace[T scalar] struct {
 	b    [2][]T // packed B blocks, double-buffered across k blocks
+	bw   [][]T  // packed B panels of each worker (k-inner order, k slices)
+	part []T    // partial products of k slices 1.. (k slices)
 	a    [][]T  // packed A block of each worker
 	tile [][]T  // mr x nr edge tile of each worker
 	seq  job[T] // the job of a single-threaded call using this workspace
@@ -58,10 +60,12 @@ type job[T scalar] struct {
 	lda, ldb, ldc  int
 	ws             *workspace[T]
 
-	nw        int // workers
-	mcTask    int // rows of C per task (a multiple of mr, at most kn.mc)
-	rowChunks int // ceil(m / mcTask)
-	gn        int // column groups per packed B block
+	nw        int  // workers
+	kInner    bool // tasks run every k block themselves (runKInner)
+	slices    int  // k slices (runKSplit); 1: none
+	mcTask    int  // rows of C per task (a multiple of mr, at most kn.mc)
+	rowChunks int  // ceil(m / mcTask)
+	gn        int  // column groups per packed B block
 
 	packNext, packDone atomic.Int64
 	taskNext, taskDone atomic.Int64
@@ -87,6 +91,7 @@ func (st *typeState[T]) blocked(kn *kernel[T], maxWorkers int, transA, transB bo
 		j.ws.grow(kn, nw, m, n, k)
 		j.set(kn, nw, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc)
 		pool.run(j, nw)
+		j.addSlices()
 		j.a, j.b, j.c, j.bias = nil, nil, nil, nil // do not keep the caller's memory alive
 		return
 	}
@@ -100,6 +105,7 @@ func (st *typeState[T]) blocked(kn *kernel[T], maxWorkers int, transA, transB bo
 	j.ws = ws
 	j.set(kn, 1, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc)
 	j.runWorker(0)
+	j.addSlices()
 	j.a, j.b, j.c, j.bias, j.ws = nil, nil, nil, nil, nil
 	st.seq.Put(ws)
 }
@@ -114,6 +120,8 @@ func (j *job[T]) set(kn *kernel[T], nw int, transA, transB bool, m, n, k int, al
 	j.a, j.b, j.c, j.bias = a, b, c, bias
 	j.lda, j.ldb, j.ldc = lda, ldb, ldc
 	j.nw = nw
+	j.slices = kSlices(kn, m, n, k)
+	j.kInner = j.slices == 1 && nw > 1 && useKInner(kn, n, k)
 	j.mcTask, j.rowChunks, j.gn = splitTasks(nw, m, min(n, kn.nc), kn.mr, kn.nr, kn.mc)
 	j.packNext.Store(0)
 	j.packDone.Store(0)
@@ -186,6 +194,56 @@ func (ws *workspace[T]) grow(kn *kernel[T], nw, m, n, k int) {
 		ws.a[i] = growAligned(ws.a[i], na)
 		ws.tile[i] = growAligned(ws.tile[i], kn.mr*kn.nr)
 	}
+	sl := kSlices(kn, m, n, k)
+	if sl > 1 || (nw > 1 && useKInner(kn, n, k)) {
+		for len(ws.bw) < nw {
+			ws.bw = append(ws.bw, nil)
+		}
+		for i := range nw {
+			ws.bw[i] = growAligned(ws.bw[i], nb)
+		}
+	}
+	if sl > 1 {
+		ws.part = growAligned(ws.part, (sl-1)*m*n)
+	}
+}
+
+// The k slices of a deep product with a small C (see kSlices).
+const (
+	kSliceBlocks = 16      // least k blocks per slice
+	maxKSlices   = 8       // most slices
+	maxPartial   = 1 << 22 // most elements of the slices' partial products
+)
+
+// kSlices returns the number of slices into which a product is split along
+// k (1: none). A deep product with a small C, such as the weight gradient
+// of a linear layer (m and n its widths, k the tokens of a batch), gives
+// each worker too little of C and a barrier at every k block; split along
+// k, each slice runs the blocked algorithm on its own (runKSplit) and the
+// partial products are added to C in slice order. The count depends only
+// on the shape, never on the number of workers, so the result does not
+// either.
+func kSlices[T scalar](kn *kernel[T], m, n, k int) int {
+	if k < 4*max(m, n) {
+		return 1 // C is large next to the depth: the workers split C
+	}
+	s := min(maxKSlices, ceilDiv(k, kn.kc)/kSliceBlocks)
+	for s > 1 && (s-1)*m*n > maxPartial {
+		s--
+	}
+	return max(1, s)
+}
+
+// kInnerMaxN bounds the columns of a product run in the k-inner order, so
+// that each worker's packed B panels (kc x n) stay in its L2 cache.
+const kInnerMaxN = 1024
+
+// useKInner reports whether a parallel product of n columns and depth k
+// runs in the k-inner order (see runKInner): when it spans several k
+// blocks, whose barriers would otherwise stall the workers, and one packed
+// B block holds all its columns.
+func useKInner[T scalar](kn *kernel[T], n, k int) bool {
+	return k > kn.kc && n <= min(kn.nc, kInnerMaxN)
 }
 
 // growAligned returns s if it holds n elements, else a new slice of n
@@ -207,6 +265,14 @@ func growAligned[T scalar](s []T, n int) []T {
 // runWorker runs worker w: it goes through the blocks of op(B) in order,
 // packing and computing whatever chunks and tasks are left (see job).
 func (j *job[T]) runWorker(w int) {
+	if j.slices > 1 {
+		j.runKSplit(w)
+		return
+	}
+	if j.kInner {
+		j.runKInner(w)
+		return
+	}
 	kn := j.kn
 	ws := j.ws
 	ap, tile := ws.a[w], ws.tile[w]
@@ -257,7 +323,7 @@ func (j *job[T]) runWorker(w int) {
 					j.packA(ap, ic, mcur, pc, kcur)
 					heldA = first
 				}
-				j.macro(ap, bp, tile, ic, mcur, jc, ncur, g*np/j.gn, (g+1)*np/j.gn, kcur, beta, bias)
+				j.macro(j.c, j.ldc, ap, bp, tile, ic, mcur, jc, ncur, g*np/j.gn, (g+1)*np/j.gn, kcur, beta, bias)
 				j.taskDone.Add(1)
 			}
 			taskBase += tasks
@@ -266,14 +332,114 @@ func (j *job[T]) runWorker(w int) {
 	}
 }
 
+// runKInner runs worker w of a product whose columns fit one packed B
+// block, in the k-inner order: each task (a chunk of rows of C times a group
+// of its columns) goes through every k block itself, packing its own rows
+// of op(A) and columns of op(B), so the workers never wait for each other.
+// Each tile of C accumulates the k blocks in the same order, with the same
+// kernel calls, as in runWorker's order, so the result is the same bit for
+// bit. The cost is that the columns of op(B) are packed once per row chunk
+// instead of once.
+func (j *job[T]) runKInner(w int) {
+	kn := j.kn
+	ap, bp, tile := j.ws.a[w], j.ws.bw[w], j.ws.tile[w]
+	np := ceilDiv(j.n, kn.nr)
+	tasks := int64(j.rowChunks * j.gn)
+	for {
+		t, ok := grab(&j.taskNext, tasks)
+		if !ok {
+			return
+		}
+		chunk, g := int(t)/j.gn, int(t)%j.gn
+		ic := chunk * j.mcTask
+		mcur := min(j.mcTask, j.m-ic)
+		q0, q1 := g*np/j.gn, (g+1)*np/j.gn
+		for pc := 0; pc < j.k; pc += kn.kc {
+			kcur := min(kn.kc, j.k-pc)
+			beta, bias := j.beta, j.bias
+			if pc > 0 {
+				beta, bias = 1, nil
+			}
+			j.packA(ap, ic, mcur, pc, kcur)
+			j.packB(bp, 0, j.n, pc, kcur, q0, q1)
+			j.macro(j.c, j.ldc, ap, bp, tile, ic, mcur, 0, j.n, q0, q1, kcur, beta, bias)
+		}
+	}
+}
+
+// runKSplit runs worker w of a product split into k slices (see kSlices):
+// it takes whole slices and computes each on its own, slice 0 into C (with
+// beta and the bias) and slice s > 0 into the s-th partial product, which
+// addSlices then adds to C.
+func (j *job[T]) runKSplit(w int) {
+	kc := j.kn.kc
+	ap, bp, tile := j.ws.a[w], j.ws.bw[w], j.ws.tile[w]
+	nb, mn := ceilDiv(j.k, kc), j.m*j.n
+	for {
+		t, ok := grab(&j.taskNext, int64(j.slices))
+		if !ok {
+			return
+		}
+		s := int(t)
+		k0, k1 := s*nb/j.slices*kc, min(j.k, (s+1)*nb/j.slices*kc)
+		if s == 0 {
+			j.serial(j.c, j.ldc, ap, bp, tile, k0, k1, j.beta, j.bias)
+			continue
+		}
+		j.serial(j.ws.part[(s-1)*mn:s*mn], j.n, ap, bp, tile, k0, k1, 0, nil)
+	}
+}
+
+// addSlices adds the partial products of k slices 1.. to C, in slice order.
+func (j *job[T]) addSlices() {
+	if j.slices <= 1 {
+		return
+	}
+	mn := j.m * j.n
+	for s := 1; s < j.slices; s++ {
+		p := j.ws.part[(s-1)*mn : s*mn]
+		for i := range j.m {
+			crow := j.c[i*j.ldc : i*j.ldc+j.n]
+			for jj, v := range p[i*j.n : (i+1)*j.n] {
+				crow[jj] += v
+			}
+		}
+	}
+}
+
+// serial computes alpha*op(A)[:, k0:k1]*op(B)[k0:k1, :] + beta*c (+ bias)
+// into c (m x n, row stride ldc) on one thread with the packing buffers ap
+// and bp. k0 is a multiple of kc.
+func (j *job[T]) serial(c []T, ldc int, ap, bp, tile []T, k0, k1 int, beta T, bias []T) {
+	kn := j.kn
+	for jc := 0; jc < j.n; jc += kn.nc {
+		ncur := min(kn.nc, j.n-jc)
+		np := ceilDiv(ncur, kn.nr)
+		for pc := k0; pc < k1; pc += kn.kc {
+			kcur := min(kn.kc, k1-pc)
+			b, bi := beta, bias
+			if pc > k0 {
+				b, bi = 1, nil
+			}
+			j.packB(bp, jc, ncur, pc, kcur, 0, np)
+			for ic := 0; ic < j.m; ic += kn.mc {
+				mcur := min(kn.mc, j.m-ic)
+				j.packA(ap, ic, mcur, pc, kcur)
+				j.macro(c, ldc, ap, bp, tile, ic, mcur, jc, ncur, 0, np, kcur, b, bi)
+			}
+		}
+	}
+}
+
 // macro multiplies the packed A block (rows ic..ic+mcur) by B micro-panels
-// q0..q1 of the packed block starting at column jc, into C. A non-nil bias
+// q0..q1 of the packed block starting at column jc, into c (C itself, or a
+// k slice's partial product; row stride ldc). A non-nil bias
 // (then beta == 0) is copied into each full tile of C just before the kernel
 // accumulates onto it, while the tile is in cache, and added to edge tiles.
-func (j *job[T]) macro(ap, bp, tile []T, ic, mcur, jc, ncur, q0, q1, kcur int, beta T, bias []T) {
+func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0, q1, kcur int, beta T, bias []T) {
 	kn := j.kn
 	mr, nr := kn.mr, kn.nr
-	c, ldc, alpha := j.c, j.ldc, j.alpha
+	alpha := j.alpha
 	for q := q0; q < q1; q++ {
 		col := jc + q*nr
 		nrc := min(nr, jc+ncur-col)

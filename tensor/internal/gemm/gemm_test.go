@@ -268,6 +268,9 @@ func TestSgemmBlocks(t *testing.T) {
 		{true, true, 1, 5000, 70, 1, 0, 0, 0, 0},            // one row
 		{false, false, 5000, 1, 70, 1, 0, 0, 0, 0},          // one column
 		{false, true, 64 * 64 / 8, 256, 256, 1, 0, 0, 0, 0}, // a model shape (fewer rows)
+		{true, false, 20, 37, 4200, 1, 0.5, 1, 0, 2},        // k slices (kc 128)
+		{true, true, 9, 13, 8200, -0.5, 1, 0, 1, 0},         // k slices (kc 128 and 256)
+		{false, false, 700, 60, 300, 2, 0, 0, 0, 1},         // k-inner order, several tasks
 	}
 	for _, kn := range testKernels() {
 		for _, threads := range []int{1, 2, 3} {
@@ -488,6 +491,7 @@ func TestSgemmBias(t *testing.T) {
 		problem{true, false, 199, 101, 300, 0.25, 0, 2, 0, 1},      // more rows than mc
 		problem{false, true, 64 * 64 / 8, 256, 128, 1, 0, 0, 0, 0}, // a linear layer
 		problem{false, false, 9, 7, 0, 1, 0, 0, 0, 2},              // k == 0: C = bias
+		problem{true, false, 20, 37, 4200, 0.5, 0, 1, 0, 2},        // k slices
 	)
 	for _, kn := range testKernels() {
 		for _, threads := range []int{1, 2} {
@@ -629,6 +633,64 @@ func TestNoAllocs(t *testing.T) {
 		Dgemm(false, false, 100, 100, 100, 1, d, 100, d, 100, 0, cd, 100)
 	}); allocs != 0 {
 		t.Errorf("Dgemm 100^3 allocates %v times per call, want 0", allocs)
+	}
+}
+
+// TestThreadsBitwise checks that the blocked path gives the same bits
+// whatever the number of threads, in each of its orders: tasks per k block,
+// the k-inner order and k slices.
+func TestThreadsBitwise(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	probs := []problem{
+		{false, true, 300, 200, 100, 1, 0, 0, 0, 0},   // one k block
+		{false, true, 700, 60, 300, 1, 0.5, 0, 1, 0},  // k-inner
+		{true, false, 128, 96, 9000, 1, 0, 0, 0, 0},   // k slices
+		{true, false, 40, 200, 20000, -1, 1, 2, 0, 1}, // k slices, capped at maxKSlices
+		{false, false, 64, 3100, 600, 1, 0, 0, 0, 0},  // several nc blocks
+	}
+	for _, kn := range testKernels() {
+		if strings.HasPrefix(kn.name, "as-") {
+			continue // the naive stand-ins are slow; TestSgemmBlocks covers their geometry
+		}
+		for _, pr := range probs {
+			o := makeOperands(pr, rng)
+			a, b := to32(o.a), to32(o.b)
+			var first []float32
+			for _, threads := range []int{1, 2, 3} {
+				c := to32(o.c)
+				callGemm(&sState, kn, pathBlocked, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), c, o.ldc)
+				if first == nil {
+					first = c
+					continue
+				}
+				for i := range c {
+					if math.Float32bits(c[i]) != math.Float32bits(first[i]) && !(math.IsNaN(float64(c[i])) && math.IsNaN(float64(first[i]))) {
+						t.Fatalf("%s %v: C[%d] = %v with %d threads, %v with one", kn.name, pr, i, c[i], threads, first[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestKSlices(t *testing.T) {
+	kn := &kernel[float32]{kc: 128}
+	tests := []struct {
+		m, n, k, want int
+	}{
+		{128, 512, 16384, 8},   // a weight gradient, batch of 256 sets of 64
+		{128, 512, 4096, 2},    // batch of 64
+		{128, 512, 2048, 1},    // k < 4·max(m, n)
+		{384, 3072, 8192, 1},   // ditto
+		{384, 3072, 16384, 4},  // partial products capped at maxPartial
+		{1024, 1024, 65536, 5}, // ditto
+		{16384, 128, 512, 1},   // a forward product
+		{20, 37, 4200, 2},
+	}
+	for _, tc := range tests {
+		if got := kSlices(kn, tc.m, tc.n, tc.k); got != tc.want {
+			t.Errorf("kSlices(m=%d, n=%d, k=%d) = %d, want %d", tc.m, tc.n, tc.k, got, tc.want)
+		}
 	}
 }
 
