@@ -10,8 +10,9 @@ import (
 )
 
 // TestForwardNoGradGroups checks that a no-grad forward pass, which
-// evaluates large batches a group of sets at a time, gives the result of
-// one pass over the whole batch (a recording tape's) bit for bit.
+// evaluates large batches a group of sets at a time and each block on a
+// tape of its own, gives the result of one pass over the whole batch (a
+// recording tape's) bit for bit.
 func TestForwardNoGradGroups(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -20,9 +21,9 @@ func TestForwardNoGradGroups(t *testing.T) {
 		pad      bool // the last few tokens of most sets are padding
 		selfCond bool
 	}{
-		{"float32, 3 groups, padded", tensor.Float32, 40, 64, true, true},
-		{"float64, 3 groups, padded", tensor.Float64, 40, 64, true, true},
-		{"no mask, no self-conditioning", tensor.Float32, 33, 64, false, false},
+		{"float32, 3 groups, padded", tensor.Float32, 2*EvalTokens/64 + 8, 64, true, true},
+		{"float64, 3 groups, padded", tensor.Float64, 2*EvalTokens/64 + 8, 64, true, true},
+		{"no mask, no self-conditioning", tensor.Float32, EvalTokens/64 + 1, 64, false, false},
 		{"a set per group", tensor.Float32, 3, EvalTokens + 5, true, true},
 		{"one group", tensor.Float32, EvalTokens / 64, 64, true, true},
 	}
