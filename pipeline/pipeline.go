@@ -73,6 +73,9 @@ type Options struct {
 	// (vae.WithConnected) where Spec.Connected does; the paper's sampler
 	// does none of these, and the report says so.
 	Constrained bool
+	// Reencode is vae.WithReencode's number of candidate pairs per graph,
+	// with ReencodeRounds rounds (0: no re-encoding search).
+	Reencode    int
 	Temperature float64
 	FinalJump   float64
 	// Method is the integrator, a flow.Method name (euler, heun; "": flow.Sample's default).
@@ -84,6 +87,11 @@ type Options struct {
 	// Hooks receive progress; nil fields are skipped.
 	Hooks Hooks
 }
+
+// ReencodeRounds bounds the rounds of the re-encoding search that
+// Options.Reencode asks for: on the planar test latents the search settles
+// within five.
+const ReencodeRounds = 8
 
 // sampleOptions returns the flow.Sample options Options sets.
 func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
@@ -121,6 +129,12 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 		if spec.Connected {
 			opts = append(opts, flow.WithDecodeOptions(vae.WithConnected()))
 		}
+	}
+	if o.Reencode < 0 {
+		return nil, fmt.Errorf("pipeline: negative re-encoding candidates %d", o.Reencode)
+	}
+	if o.Reencode > 0 {
+		opts = append(opts, flow.WithDecodeOptions(vae.WithReencode(o.Reencode, ReencodeRounds)))
 	}
 	if o.Temperature > 0 {
 		opts = append(opts, flow.WithTemperature(o.Temperature))

@@ -28,6 +28,7 @@ type Report struct {
 	EdgeRule    string   `json:"edge_rule"`
 	EdgeMargin  *float64 `json:"edge_margin,omitempty"`
 	Constrained bool     `json:"constrained,omitempty"`
+	Reencode    int      `json:"reencode,omitempty"`
 	Temperature float64  `json:"temperature,omitempty"`
 	FinalJump   float64  `json:"final_jump,omitempty"`
 	Hardware    string   `json:"hardware"`
@@ -81,9 +82,12 @@ type Report struct {
 func newReport(spec Spec, o Options, n int) *Report {
 	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Steps: o.Steps, Method: o.Method, Seed: o.Seed,
 		EdgeMargin: o.EdgeMargin, Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
-		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained}
+		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained, Reencode: o.Reencode}
 	if o.Constrained {
 		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint ("+spec.ConstraintName+"), which the paper's sampler does not do; validity is then partly by construction")
+	}
+	if o.Reencode > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("re-encoding search: each decoded graph compared with its variants in its %d least confident pairs, keeping the one whose encoding is nearest to the latents (vae.WithReencode); not the paper's decoder", o.Reencode))
 	}
 	if o.EdgeRule != "" {
 		if rule, err := vae.ParseEdgeRule(o.EdgeRule); err == nil {

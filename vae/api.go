@@ -163,6 +163,7 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int,
 	z = z.To(m.DType())
 	group := decodeGroup(m.Cfg, z.Dim(1))
 	out := make([]*graph.Graph, 0, len(sizes))
+	var pairs [][]flip // WithReencode's candidates per graph
 	for lo := 0; lo < len(sizes); lo += group {
 		if lo > 0 {
 			if err := ctx.Err(); err != nil {
@@ -173,7 +174,18 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int,
 		tp := autograd.NoGrad()
 		dec := m.DecodeDense(tp, autograd.NewConst(z.Slice(0, lo, hi)), sizes[lo:hi])
 		out = append(out, m.graphs(dec, o)...)
+		if o.reencodeK > 0 {
+			lg := dec.EdgeLogits.Value.To(tensor.Float64).Data64()
+			for g, n := range sizes[lo:hi] {
+				pairs = append(pairs, m.uncertainPairs(lg, g, n, z.Dim(1), o.reencodeK, o))
+			}
+		}
 		tp.Release()
+	}
+	if o.reencodeK > 0 {
+		if err := m.reencode(ctx, out, z, pairs, o.reencodeRounds); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

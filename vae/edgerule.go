@@ -69,6 +69,8 @@ type decodeOptions struct {
 	keep      func(*graph.Graph) bool
 	tree      bool // WithSpanningTree
 	connected bool // WithConnected
+
+	reencodeK, reencodeRounds int // WithReencode
 }
 
 // WithEdgeConstraint makes every decoded graph satisfy keep (a property
@@ -147,6 +149,9 @@ func (m *Model) decodeOptions(opts []DecodeOption) (decodeOptions, error) {
 	}
 	if err == nil && o.connected && m.Cfg.Directed {
 		err = errors.New("vae: WithConnected is for undirected models")
+	}
+	if err == nil {
+		err = m.checkReencode(o)
 	}
 	return o, err
 }

@@ -553,16 +553,23 @@ func (m *Model) joinComponents(out, h *graph.Graph, lg []float64, base, N int, o
 		if out.HasEdge(int(p.i), int(p.j)) {
 			continue
 		}
-		ij := lg[(base+int(p.i)*N+int(p.j))*C:][:C]
-		ji := lg[(base+int(p.j)*N+int(p.i))*C:][:C]
-		best := 1
-		for k := 2; k < C; k++ {
-			if ij[k]+ji[k] > ij[best]+ji[best] {
-				best = k
-			}
-		}
-		out.AddLabeledEdge(int(p.i), int(p.j), best-1)
+		out.AddLabeledEdge(int(p.i), int(p.j), pairEdgeLabel(lg, base, N, C, int(p.i), int(p.j)))
 	}
+}
+
+// pairEdgeLabel returns the label of an edge {i, j} added by a decoding
+// step: the edge class with the largest sum of the two directions' logits,
+// minus one (lg, base and N as for constrain; C classes per pair).
+func pairEdgeLabel(lg []float64, base, N, C, i, j int) int {
+	ij := lg[(base+i*N+j)*C:][:C]
+	ji := lg[(base+j*N+i)*C:][:C]
+	best := 1
+	for k := 2; k < C; k++ {
+		if ij[k]+ji[k] > ij[best]+ji[best] {
+			best = k
+		}
+	}
+	return best - 1
 }
 
 // stdAll returns the standard deviation of all entries of the tensors ts

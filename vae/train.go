@@ -372,9 +372,21 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 		} else {
 			z = autograd.NewConst(tensor.Concat(nil, 0, latents[lo:hi]...).To(m.DType()))
 		}
-		dec := m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
+		zp := Pad(tp, z, b)
+		dec := m.DecodeDense(tp, zp, sizes(b))
 		a := accuracy(dec, b)
 		decoded := m.graphs(dec, o)
+		if o.reencodeK > 0 {
+			lg := dec.EdgeLogits.Value.To(tensor.Float64).Data64()
+			pairs := make([][]flip, b.Len())
+			for g, n := range sizes(b) {
+				pairs[g] = m.uncertainPairs(lg, g, n, dec.N, o.reencodeK, o)
+			}
+			if err := m.reencode(ctx, decoded, zp.Value, pairs, o.reencodeRounds); err != nil {
+				tp.Release()
+				return acc, nil, err
+			}
+		}
 		for i, g := range decoded {
 			if sameGraph(g, b.Graphs[i]) {
 				a.GraphsDecoded++

@@ -246,6 +246,7 @@ func runSample(ctx context.Context, args []string) error {
 	edgeRule := fs.String("edge-rule", "", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one (default: flow.Sample's)")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own, 0 under a planar, forest, dag or tree constraint; 0: the argmax; larger: fewer spurious edges)")
 	constraint := fs.String("constraint", "", constraintUsage)
+	reencode, reencodeRounds := reencodeFlags(fs)
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
@@ -289,6 +290,9 @@ func runSample(ctx context.Context, args []string) error {
 			return err
 		}
 		opts = append(opts, flow.WithDecodeOptions(constraintOpts...))
+	}
+	if *reencode != 0 {
+		opts = append(opts, flow.WithDecodeOptions(vae.WithReencode(*reencode, *reencodeRounds)))
 	}
 	ae, err := vae.Load(*vaePath)
 	if err != nil {

@@ -265,6 +265,7 @@ func runRecon(ctx context.Context, args []string) error {
 	edgeRule := fs.String("edge-rule", "or", "decoding of undirected edges for the decoded-exact and validity figures: or, and, mean")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the decoded-exact and validity figures (default: the LG-VAE's own; 0: the argmax)")
 	constraint := fs.String("constraint", "", "for the decoded-exact and validity figures: "+constraintUsage)
+	reencode, reencodeRounds := reencodeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -273,6 +274,9 @@ func runRecon(ctx context.Context, args []string) error {
 		return usagef("%v", err)
 	}
 	decodeOpts := []vae.DecodeOption{vae.WithEdgeRule(rule)}
+	if *reencode != 0 {
+		decodeOpts = append(decodeOpts, vae.WithReencode(*reencode, *reencodeRounds))
+	}
 	if *constraint != "" {
 		o, err := constraintOptions(*constraint)
 		if err != nil {
@@ -329,6 +333,9 @@ func runRecon(ctx context.Context, args []string) error {
 		if *constraint != "" {
 			out["constraint"] = *constraint
 		}
+		if *reencode > 0 {
+			out["reencode"], out["reencode_rounds"] = *reencode, *reencodeRounds
+		}
 		return json.NewEncoder(stdout).Encode(out)
 	}
 	how := ""
@@ -338,6 +345,9 @@ func runRecon(ctx context.Context, args []string) error {
 	if *constraint != "" {
 		how += ", decoded under the " + *constraint + " constraint"
 	}
+	if *reencode > 0 {
+		how += fmt.Sprintf(", re-encoding search (%d candidates, %d rounds)", *reencode, *reencodeRounds)
+	}
 	fmt.Fprintf(stdout, "%s %s (%d graphs)%s: edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f (decoded graph exact: %.4f)",
 		*name, *split, acc.Graphs, how, acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded())
 	if valid >= 0 {
@@ -345,4 +355,12 @@ func runRecon(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(stdout)
 	return nil
+}
+
+// reencodeFlags defines -reencode and -reencode-rounds (recon, sample):
+// vae.WithReencode's candidates and rounds.
+func reencodeFlags(fs *flag.FlagSet) (candidates, rounds *int) {
+	candidates = fs.Int("reencode", 0, "re-encoding search after decoding: try flipping each graph's N least confident pairs and keep the graph whose encoding is nearest to the latents (vae.WithReencode; 0: off; not the paper's decoder)")
+	rounds = fs.Int("reencode-rounds", 8, "with -reencode: at most this many rounds of the search")
+	return candidates, rounds
 }
