@@ -175,10 +175,7 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int,
 		dec := m.DecodeDense(tp, autograd.NewConst(z.Slice(0, lo, hi)), sizes[lo:hi])
 		out = append(out, m.graphs(dec, o)...)
 		if o.reencodeK > 0 {
-			lg := dec.EdgeLogits.Value.To(tensor.Float64).Data64()
-			for g, n := range sizes[lo:hi] {
-				pairs = append(pairs, m.uncertainPairs(lg, g, n, z.Dim(1), o.reencodeK, o))
-			}
+			pairs = append(pairs, m.reencodeCandidates(dec, o)...)
 		}
 		tp.Release()
 	}

@@ -55,6 +55,17 @@ type flip struct {
 	i, j, label int32
 }
 
+// reencodeCandidates returns WithReencode's candidate pairs of each graph
+// of a decoded batch.
+func (m *Model) reencodeCandidates(dec *Decoded, o decodeOptions) [][]flip {
+	lg := dec.EdgeLogits.Value.To(tensor.Float64).Data64()
+	out := make([][]flip, len(dec.Sizes))
+	for g, n := range dec.Sizes {
+		out[g] = m.uncertainPairs(lg, g, n, dec.N, o.reencodeK, o)
+	}
+	return out
+}
+
 // uncertainPairs returns the k pairs {i, j} of graph g of the decoded batch
 // whose decisions were least confident: by increasing distance of
 // pairConfidence from the margin (lg holds the batch's logits, rows of C
@@ -85,13 +96,14 @@ func (m *Model) uncertainPairs(lg []float64, g, n, N, k int, o decodeOptions) []
 // latents z (B, N, Latent) with their candidate pairs, replacing graphs in
 // place.
 func (m *Model) reencode(ctx context.Context, gs []*graph.Graph, z *tensor.Tensor, pairs [][]flip, rounds int) error {
+	zs := make([][]float64, len(gs)) // each graph's latents, unpadded
+	for g, h := range gs {
+		zs[g] = z.Slice(0, g, g+1).Slice(1, 0, h.N()).To(tensor.Float64).Data64()
+	}
 	dist := func(enc *tensor.Tensor, g int) float64 {
-		n := enc.Dim(0)
-		a := enc.To(tensor.Float64).Data64()
-		b := z.Slice(0, g, g+1).Slice(1, 0, n).To(tensor.Float64).Data64()
 		s := 0.0
-		for x := range a {
-			d := a[x] - b[x]
+		for x, v := range enc.To(tensor.Float64).Data64() {
+			d := v - zs[g][x]
 			s += d * d
 		}
 		return s

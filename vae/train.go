@@ -377,12 +377,7 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 		a := accuracy(dec, b)
 		decoded := m.graphs(dec, o)
 		if o.reencodeK > 0 {
-			lg := dec.EdgeLogits.Value.To(tensor.Float64).Data64()
-			pairs := make([][]flip, b.Len())
-			for g, n := range sizes(b) {
-				pairs[g] = m.uncertainPairs(lg, g, n, dec.N, o.reencodeK, o)
-			}
-			if err := m.reencode(ctx, decoded, zp.Value, pairs, o.reencodeRounds); err != nil {
+			if err := m.reencode(ctx, decoded, zp.Value, m.reencodeCandidates(dec, o), o.reencodeRounds); err != nil {
 				tp.Release()
 				return acc, nil, err
 			}
