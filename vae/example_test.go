@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/vae"
 )
@@ -49,4 +50,37 @@ func ExampleParseEdgeRule() {
 	// or false <nil>
 	// and true <nil>
 	// mean false <nil>
+}
+
+// ExampleWithReencode decodes planar graphs' latents, perturbed by 1% of
+// their spread, with and without the re-encoding search, and counts the
+// graphs decoded exactly. With the shipped planar LG-VAE the search decodes
+// about 96% of such graphs exactly, against 70% without it.
+func ExampleWithReencode() {
+	m, err := vae.Load("pretrained/planar/vae.safetensors")
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	gs := datasets.Planar(64, 32, 5)
+	z, err := m.EncodeGraphs(ctx, gs, 0)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := vae.AddLatentNoise(z, 0.01, 1); err != nil {
+		panic(err)
+	}
+	for _, opts := range [][]vae.DecodeOption{nil, {vae.WithReencode(8, 8)}} {
+		out, err := m.DecodeGraphs(ctx, z, opts...)
+		if err != nil {
+			panic(err)
+		}
+		exact := 0
+		for i, g := range out {
+			if graph.FormatGraph6(g) == graph.FormatGraph6(gs[i]) {
+				exact++
+			}
+		}
+		fmt.Printf("%d options: %d of %d decoded exactly\n", len(opts), exact, len(gs))
+	}
 }
