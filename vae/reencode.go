@@ -27,8 +27,9 @@ import (
 // It costs candidates encoder passes per graph and round, and needs an
 // undirected model. It is not the paper's decoder. With the shipped planar
 // LG-VAE and the test graphs' own latents it raises the graphs decoded
-// exactly from 0.840 to 0.980, and with latents perturbed by 2% of their
-// spread from 0.340 to 0.773 (docs/results.md). It cannot be combined with
+// exactly from 0.840 to 0.973 (0.980 with an edge margin of 0.75), and
+// with latents perturbed by 2% of their spread from 0.340 to 0.773 (margin
+// 0.75; docs/results.md). It cannot be combined with
 // WithEdgeConstraint, WithSpanningTree or WithConnected.
 func WithReencode(candidates, rounds int) DecodeOption {
 	return func(o *decodeOptions) { o.reencodeK, o.reencodeRounds = candidates, rounds }
