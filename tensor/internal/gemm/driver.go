@@ -234,9 +234,11 @@ func kSlices[T scalar](kn *kernel[T], m, n, k int) int {
 	return max(1, s)
 }
 
-// kInnerMaxN bounds the columns of a product run in the k-inner order, so
-// that each worker's packed B panels (kc x n) stay in its L2 cache.
-const kInnerMaxN = 1024
+// kInnerMaxN bounds the columns of a product run in the k-inner order: each
+// task repacks its columns of B at every k block, which costs more than the
+// barriers it saves for wide products (two threads: 512³ 132-135 → 157-167
+// GFLOP/s in the k-inner order, 1024³ 181-185 → 159-170).
+const kInnerMaxN = 512
 
 // useKInner reports whether a parallel product of n columns and depth k
 // runs in the k-inner order (see runKInner): when it spans several k
