@@ -163,7 +163,6 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int,
 	z = z.To(m.DType())
 	group := decodeGroup(m.Cfg, z.Dim(1))
 	out := make([]*graph.Graph, 0, len(sizes))
-	var pairs [][]flip // WithReencode's candidates per graph
 	for lo := 0; lo < len(sizes); lo += group {
 		if lo > 0 {
 			if err := ctx.Err(); err != nil {
@@ -173,16 +172,12 @@ func (m *Model) DecodePadded(ctx context.Context, z *tensor.Tensor, sizes []int,
 		hi := min(lo+group, len(sizes))
 		tp := autograd.NoGrad()
 		dec := m.DecodeDense(tp, autograd.NewConst(z.Slice(0, lo, hi)), sizes[lo:hi])
-		out = append(out, m.graphs(dec, o)...)
-		if o.reencodeK > 0 {
-			pairs = append(pairs, m.reencodeCandidates(dec, o)...)
-		}
+		gs, err := m.decodedGraphs(ctx, dec, z.Slice(0, lo, hi), o)
 		tp.Release()
-	}
-	if o.reencodeK > 0 {
-		if err := m.reencode(ctx, out, z, pairs, o.reencodeRounds); err != nil {
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, gs...)
 	}
 	return out, nil
 }

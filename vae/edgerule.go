@@ -138,8 +138,8 @@ func (m *Model) decodeOptions(opts []DecodeOption) (decodeOptions, error) {
 		if o.keep != nil || o.tree {
 			// A stored margin trades MMDs for validity, which the
 			// constraint gives anyway: planar samples decoded under
-			// planarity are 99.6% V.U.N. with the planar LG-VAE's 0.75
-			// and with 0, with a degree MMD of 1.8-2.0 against 0.9-1.1
+			// planarity were 99.6% V.U.N. with a margin of 0.75 and
+			// with 0, with a degree MMD of 1.8-2.0 against 0.9-1.1
 			// (docs/results.md). WithConnected alone keeps it.
 			o.margin = 0
 		}

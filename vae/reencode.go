@@ -56,15 +56,20 @@ type flip struct {
 	i, j, label int32
 }
 
-// reencodeCandidates returns WithReencode's candidate pairs of each graph
-// of a decoded batch.
-func (m *Model) reencodeCandidates(dec *Decoded, o decodeOptions) [][]flip {
-	lg := dec.EdgeLogits.Value.To(tensor.Float64).Data64()
-	out := make([][]flip, len(dec.Sizes))
-	for g, n := range dec.Sizes {
-		out[g] = m.uncertainPairs(lg, g, n, dec.N, o.reencodeK, o)
+// decodedGraphs turns a decoded batch of padded latents z (B, N, Latent)
+// into graphs under o: the decoder's decisions (graphs), then
+// WithReencode's search when o asks for it.
+func (m *Model) decodedGraphs(ctx context.Context, dec *Decoded, z *tensor.Tensor, o decodeOptions) ([]*graph.Graph, error) {
+	gs := m.graphs(dec, o)
+	if o.reencodeK == 0 {
+		return gs, nil
 	}
-	return out
+	lg := dec.EdgeLogits.Value.To(tensor.Float64).Data64()
+	pairs := make([][]flip, len(dec.Sizes))
+	for g, n := range dec.Sizes {
+		pairs[g] = m.uncertainPairs(lg, g, n, dec.N, o.reencodeK, o)
+	}
+	return gs, m.reencode(ctx, gs, z, pairs, o.reencodeRounds)
 }
 
 // uncertainPairs returns the k pairs {i, j} of graph g of the decoded batch
@@ -143,19 +148,18 @@ func (m *Model) reencode(ctx context.Context, gs []*graph.Graph, z *tensor.Tenso
 		if err != nil {
 			return err
 		}
-		choice := make(map[int]int)
+		// The nearest candidate of each graph, if nearer than the graph;
+		// owner lists each active graph's candidates together, in order.
+		moved := active[:0]
 		for x, e := range enc {
 			g := owner[x]
 			if d := dist(e, g); d < best[g] {
-				best[g], choice[g] = d, x
+				if best[g], gs[g] = d, cands[x]; len(moved) == 0 || moved[len(moved)-1] != g {
+					moved = append(moved, g)
+				}
 			}
 		}
-		active = active[:0]
-		for g, x := range choice {
-			gs[g] = cands[x]
-			active = append(active, g)
-		}
-		slices.Sort(active)
+		active = moved
 	}
 	return nil
 }

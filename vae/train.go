@@ -375,12 +375,10 @@ func reconstruct(ctx context.Context, m *Model, d *Dataset, batch int, latents [
 		zp := Pad(tp, z, b)
 		dec := m.DecodeDense(tp, zp, sizes(b))
 		a := accuracy(dec, b)
-		decoded := m.graphs(dec, o)
-		if o.reencodeK > 0 {
-			if err := m.reencode(ctx, decoded, zp.Value, m.reencodeCandidates(dec, o), o.reencodeRounds); err != nil {
-				tp.Release()
-				return acc, nil, err
-			}
+		decoded, err := m.decodedGraphs(ctx, dec, zp.Value, o)
+		if err != nil {
+			tp.Release()
+			return acc, nil, err
 		}
 		for i, g := range decoded {
 			if sameGraph(g, b.Graphs[i]) {
