@@ -87,9 +87,15 @@ type Config struct {
 	BatchSize     int     `json:"batch_size"`
 	Steps         int     `json:"steps"`
 	LR            float64 `json:"lr"`
-	WeightDecay   float64 `json:"weight_decay"`
-	Beta1         float64 `json:"beta1"`
-	Beta2         float64 `json:"beta2"`
+	// Cooldown is the number of final steps over which the learning rate
+	// falls linearly from LR towards zero (optim.StableDecay): a run
+	// trained at a constant rate is resumed with it to anneal, its
+	// constant-rate state kept to continue from. 0 (the reference): the
+	// rate stays LR.
+	Cooldown    int     `json:"cooldown,omitempty"`
+	WeightDecay float64 `json:"weight_decay"`
+	Beta1       float64 `json:"beta1"`
+	Beta2       float64 `json:"beta2"`
 	// EMABeta and EMAAfter configure the EMA (0.9999 after 1000 steps).
 	EMABeta  float64 `json:"ema_beta"`
 	EMAAfter int     `json:"ema_after"`
@@ -118,6 +124,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("flow: SelfCondProb must be in [0, 1], got %g", c.SelfCondProb)
 	case c.LR <= 0:
 		return fmt.Errorf("flow: LR must be positive, got %g", c.LR)
+	case c.Cooldown < 0 || c.Cooldown > c.Steps:
+		return fmt.Errorf("flow: Cooldown must be in [0, Steps = %d], got %d", c.Steps, c.Cooldown)
 	case math.IsNaN(c.TimeMean) || math.IsInf(c.TimeMean, 0):
 		return fmt.Errorf("flow: TimeMean must be finite, got %g", c.TimeMean)
 	}

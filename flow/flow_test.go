@@ -694,6 +694,54 @@ func TestResumeMoreSteps(t *testing.T) {
 	}
 }
 
+// TestResumeCooldown anneals a constant-rate run: 20 steps at LR, resumed
+// to 40 with a cooldown of 20, must equal one run of 40 steps with that
+// cooldown bit for bit, and differ from 40 steps at the constant rate.
+func TestResumeCooldown(t *testing.T) {
+	f := getFixture(t)
+	ctx := context.Background()
+	cfg := f.cfg
+	cfg.Steps, cfg.CheckpointEvery, cfg.Cooldown = 40, 10, 20
+	straight, err := trainSteps(ctx, f, cfg, t.TempDir(), false, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	constant := cfg
+	constant.Cooldown = 0
+	flat, err := trainSteps(ctx, f, constant, t.TempDir(), false, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	first := constant
+	first.Steps = 20
+	if _, err := trainSteps(ctx, f, first, dir, false, func(int) {}); err != nil {
+		t.Fatal(err)
+	}
+	annealed, err := trainSteps(ctx, f, cfg, dir, true, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := nn.StateDict(straight.Net), nn.StateDict(annealed.Net), nn.StateDict(flat.Net)
+	differs := false
+	for k, x := range a {
+		if tensor.MaxAbs(tensor.Sub(nil, x, b[k])) != 0 {
+			t.Errorf("%s differs between the resumed cooldown and the uninterrupted one", k)
+		}
+		if tensor.MaxAbs(tensor.Sub(nil, x, c[k])) != 0 {
+			differs = true
+		}
+	}
+	if !differs {
+		t.Error("the cooldown left the weights as the constant rate does")
+	}
+	bad := cfg
+	bad.Cooldown = 41
+	if _, err := trainSteps(ctx, f, bad, t.TempDir(), false, func(int) {}); err == nil {
+		t.Error("a cooldown longer than the run was accepted")
+	}
+}
+
 func TestTrainErrors(t *testing.T) {
 	f := getFixture(t)
 	ctx := context.Background()

@@ -62,6 +62,7 @@ func TestResumable(t *testing.T) {
 		{"same", func(*Config) {}, true},
 		{"steps", func(c *Config) { c.Steps *= 2 }, true},
 		{"lr", func(c *Config) { c.LR /= 2 }, true},
+		{"cooldown", func(c *Config) { c.Cooldown = c.Steps / 2 }, true},
 		{"time mean", func(c *Config) { c.TimeMean = 1 }, true},
 		{"ot coupling", func(c *Config) { c.OTCoupling = true }, true},
 		{"standardize", func(c *Config) { c.Standardize = true }, false},

@@ -365,6 +365,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	if err != nil {
 		return nil, err
 	}
+	schedule := optim.StableDecay{Peak: cfg.LR, Steps: cfg.Steps, Decay: cfg.Cooldown}
 	ema, err := optim.NewEMA(params, optim.EMAConfig{Beta: cfg.EMABeta, UpdateAfterStep: cfg.EMAAfter, UpdateEvery: 1, InvGamma: 1, Power: 2.0 / 3})
 	if err != nil {
 		return nil, err
@@ -468,6 +469,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			}
 			pb := prepareBatch(cfg, x1, mask, r)
 			return func() error {
+				opt.SetLR(schedule.LR(step + 1))
 				tp := autograd.NewTape()
 				if err := stepper.Step(tp, pb.loss(tp, net, cfg, r)); err != nil {
 					return err
@@ -540,7 +542,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 }
 
 // resumable reports whether a checkpoint written under saved can continue
-// under cfg: the step count, the learning rate, the training-time
+// under cfg: the step count, the learning rate and its cooldown, the training-time
 // distribution, the noise pairing (OTCoupling) and the validation and
 // checkpoint cadence may change, nothing else.
 func resumable(saved, cfg Config) bool {
@@ -549,7 +551,8 @@ func resumable(saved, cfg Config) bool {
 	// The training-time distribution, the noise pairing and the batching
 	// (its order is a pure function of seed, step and batch size) change
 	// only which paths the next steps train on: a run may switch them.
-	saved.LR, saved.TimeMean, saved.OTCoupling, saved.BucketBySize = cfg.LR, cfg.TimeMean, cfg.OTCoupling, cfg.BucketBySize
+	saved.LR, saved.Cooldown = cfg.LR, cfg.Cooldown
+	saved.TimeMean, saved.OTCoupling, saved.BucketBySize = cfg.TimeMean, cfg.OTCoupling, cfg.BucketBySize
 	saved.BatchSize = cfg.BatchSize
 	return saved == cfg
 }

@@ -68,3 +68,49 @@ func (w WarmupCosine) Validate() error {
 	}
 	return nil
 }
+
+// StableDecay is the decay phase of a warmup-stable-decay recipe: the rate
+// stays at Peak and then falls linearly over the last Decay steps of a run
+// of Steps steps,
+//
+//	lr(s) = Peak                              for s <= Steps-Decay
+//	lr(s) = Peak * (Steps-s+1)/Decay          for Steps-Decay < s <= Steps
+//	lr(s) = 0                                 for s > Steps
+//
+// so the last step still moves the weights (by Peak/Decay). A run trained
+// at a constant rate can be resumed under it to anneal, while its
+// constant-rate state stays available to continue from. Decay = 0 is the
+// constant schedule.
+type StableDecay struct {
+	// Peak is the constant rate before the decay.
+	Peak float64
+	// Steps is the last step of the run.
+	Steps int
+	// Decay is the number of final steps over which the rate falls.
+	Decay int
+}
+
+// LR returns the learning rate at step (counted from 1).
+func (d StableDecay) LR(step int) float64 {
+	switch {
+	case d.Decay <= 0 || step <= d.Steps-d.Decay:
+		return d.Peak
+	case step > d.Steps:
+		return 0
+	}
+	return d.Peak * float64(d.Steps-step+1) / float64(d.Decay)
+}
+
+// Validate reports a configuration that cannot be meant: a negative or
+// non-finite rate, negative step counts, or a decay longer than the run.
+func (d StableDecay) Validate() error {
+	switch {
+	case !(d.Peak >= 0) || math.IsInf(d.Peak, 0):
+		return fmt.Errorf("optim: StableDecay: Peak = %v, want a finite rate >= 0", d.Peak)
+	case d.Steps < 0 || d.Decay < 0:
+		return fmt.Errorf("optim: StableDecay: Steps = %d and Decay = %d, want both >= 0", d.Steps, d.Decay)
+	case d.Decay > d.Steps:
+		return fmt.Errorf("optim: StableDecay: Decay = %d is longer than the run (%d steps)", d.Decay, d.Steps)
+	}
+	return nil
+}

@@ -69,3 +69,50 @@ func TestConstant(t *testing.T) {
 		}
 	}
 }
+
+func TestStableDecay(t *testing.T) {
+	d := StableDecay{Peak: 1e-4, Steps: 1000, Decay: 4}
+	for _, c := range []struct {
+		step int
+		want float64
+	}{
+		{1, 1e-4}, {996, 1e-4}, {997, 1e-4}, {998, 0.75e-4}, {999, 0.5e-4}, {1000, 0.25e-4}, {1001, 0}, {5000, 0},
+	} {
+		if got := d.LR(c.step); math.Abs(got-c.want) > 1e-18 {
+			t.Errorf("LR(%d) = %v, want %v", c.step, got, c.want)
+		}
+	}
+	if got := (StableDecay{Peak: 3e-4, Steps: 10}).LR(9); got != 3e-4 {
+		t.Errorf("no decay: LR(9) = %v, want 3e-4", got)
+	}
+	// The rate never rises and the decay phase sums to Peak*(Decay+1)/2.
+	d = StableDecay{Peak: 2, Steps: 50, Decay: 20}
+	sum, prev := 0.0, math.Inf(1)
+	for s := 1; s <= 60; s++ {
+		lr := d.LR(s)
+		if lr > prev {
+			t.Fatalf("LR rises at step %d: %v -> %v", s, prev, lr)
+		}
+		prev = lr
+		if s > 30 {
+			sum += lr
+		}
+	}
+	if math.Abs(sum-21) > 1e-12 {
+		t.Errorf("decay phase sums to %v, want 21", sum)
+	}
+}
+
+func TestStableDecayValidate(t *testing.T) {
+	if err := (StableDecay{Peak: 1, Steps: 10, Decay: 10}).Validate(); err != nil {
+		t.Errorf("valid schedule refused: %v", err)
+	}
+	for _, d := range []StableDecay{
+		{Peak: -1, Steps: 10}, {Peak: math.NaN(), Steps: 10}, {Peak: math.Inf(1)}, {Peak: 1, Steps: -1},
+		{Peak: 1, Steps: 10, Decay: -1}, {Peak: 1, Steps: 10, Decay: 11},
+	} {
+		if d.Validate() == nil {
+			t.Errorf("%+v accepted", d)
+		}
+	}
+}

@@ -218,3 +218,30 @@ func sortInt32Fast(s []int32) {
 		}
 	}
 }
+
+// BenchmarkLayerNormModulate measures the DiT's LayerNorm with adaLN
+// modulation (no affine parameters) forward and backward at its training
+// shape: 64 sets of 64 tokens of width 128, float32.
+func BenchmarkLayerNormModulate(b *testing.B) {
+	const G, N, D = 64, 64, 128
+	r := NewRNG(7)
+	x, gy := RandN(r, Float32, G, N, D), RandN(r, Float32, G, N, D)
+	shift, scale := RandN(r, Float32, G, D), RandN(r, Float32, G, D)
+	y, dx := New(Float32, G, N, D), New(Float32, G, N, D)
+	dshift, dscale := New(Float32, G, D), New(Float32, G, D)
+	mean, rstd := New(Float32, G, N), New(Float32, G, N)
+	b.Run("forward", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			LayerNormModulate(y, mean, rstd, x, nil, nil, shift, scale, 1e-5)
+		}
+		reportGBs(b, 8*G*N*D)
+	})
+	b.Run("backward", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			LayerNormModulateBackward(dx, nil, nil, dshift, dscale, gy, x, mean, rstd, nil, nil, scale)
+		}
+		reportGBs(b, 12*G*N*D)
+	})
+}

@@ -45,6 +45,11 @@ func (cpuBackend) LayerNorm(y, mean, rstd, x, gamma, beta *Tensor, eps float64) 
 func sumSquaredDev[T float](x []T, mu float64) float64 {
 	var s0, s1, s2, s3 float64
 	i := 0
+	if is32[T]() && useSIMD {
+		var acc [4]float64
+		i = sumSqDev4SIMD(f32s(x), mu, &acc)
+		s0, s1, s2, s3 = acc[0], acc[1], acc[2], acc[3]
+	}
 	for ; i+4 <= len(x); i += 4 {
 		v := x[i : i+4 : i+4]
 		a, b, c, d := float64(v[0])-mu, float64(v[1])-mu, float64(v[2])-mu, float64(v[3])-mu
@@ -89,12 +94,18 @@ func layerNormRange[T float](j *job, lo, hi int) {
 // affine parameters and returns the row's mean and rstd, rounded to T as
 // the normalisation used them.
 func layerNormRow[T float](yr, xr, gamma, beta []T, eps float64) (mean, rstd T) {
+	m, s := layerNormStats(xr, eps)
+	layerNormAffine(yr, xr, gamma, beta, m, s)
+	return m, s
+}
+
+// layerNormStats returns the mean and 1/sqrt(variance + eps) of the row
+// xr, computed in float64 and rounded to T.
+func layerNormStats[T float](xr []T, eps float64) (mean, rstd T) {
 	d := len(xr)
 	mu := sumVec(xr) / float64(d)
 	rs := 1 / math.Sqrt(sumSquaredDev(xr, mu)/float64(d)+eps)
-	m, s := T(mu), T(rs)
-	layerNormAffine(yr, xr, gamma, beta, m, s)
-	return m, s
+	return T(mu), T(rs)
 }
 
 func (cpuBackend) LayerNormBackward(dx, dgamma, dbeta, gy, x, mean, rstd, gamma *Tensor) {
@@ -177,50 +188,73 @@ func layerNormBackRow[T float](dr, gr, xr, gamma []T, mean, rstd T, dg, db []flo
 	d := len(xr)
 	gr, dr = gr[:d], dr[:d]
 	mu, rs := float64(mean), float64(rstd)
+	simd := is32[T]() && useSIMD
 	if dg != nil {
 		dg, db = dg[:d], db[:d]
-		for i := range xr {
+		i := 0
+		if simd {
+			i = lnParamGradSIMD(f32s(gr), f32s(xr), dg, db, mu, rs)
+		}
+		for ; i < d; i++ {
 			g := float64(gr[i])
 			dg[i] += g * ((float64(xr[i]) - mu) * rs)
 			db[i] += g
 		}
 	}
-	// s1 = Σ g, s2 = Σ g·xhat with g = gy·gamma, in two chains each.
-	var s1a, s1b, s2a, s2b float64
+	// s1 = Σ g, s2 = Σ g·(x - mean) with g = gy·gamma, in four chains
+	// each (element i in chain i%4; the last len%4 in chain 0).
+	var s1, s2 [4]float64
 	i := 0
-	for ; i+2 <= d; i += 2 {
-		g0, g1 := float64(gr[i]), float64(gr[i+1])
+	if simd {
+		var acc [8]float64
 		if gamma != nil {
-			g0 *= float64(gamma[i])
-			g1 *= float64(gamma[i+1])
+			i = lnBackSums4GammaSIMD(f32s(gr), f32s(xr), f32s(gamma), mu, &acc)
+		} else {
+			i = lnBackSums4SIMD(f32s(gr), f32s(xr), mu, &acc)
 		}
-		s1a += g0
-		s1b += g1
-		s2a += g0 * (float64(xr[i]) - mu)
-		s2b += g1 * (float64(xr[i+1]) - mu)
+		copy(s1[:], acc[:4])
+		copy(s2[:], acc[4:])
 	}
-	if i < d {
-		g0 := float64(gr[i])
+	for ; i+4 <= d; i += 4 {
+		for k := range 4 {
+			g := float64(gr[i+k])
+			if gamma != nil {
+				g *= float64(gamma[i+k])
+			}
+			s1[k] += g
+			s2[k] += g * (float64(xr[i+k]) - mu)
+		}
+	}
+	for ; i < d; i++ {
+		g := float64(gr[i])
 		if gamma != nil {
-			g0 *= float64(gamma[i])
+			g *= float64(gamma[i])
 		}
-		s1a += g0
-		s2a += g0 * (float64(xr[i]) - mu)
+		s1[0] += g
+		s2[0] += g * (float64(xr[i]) - mu)
 	}
-	s1 := (s1a + s1b) / float64(d)
-	s2 := (s2a + s2b) * rs / float64(d)
-	// dx = rs·(g - s1 - xhat·s2), in float32 for float32 tensors.
-	c0, c1, c2 := T(rs), T(rs*s1), T(rs*rs*s2)
+	sum1 := ((s1[0] + s1[1]) + (s1[2] + s1[3])) / float64(d)
+	sum2 := ((s2[0] + s2[1]) + (s2[2] + s2[3])) * rs / float64(d)
+	// dx = rs·(g - s1 - xhat·s2), in float32 for float32 tensors (each
+	// product rounded to T, so that no compiler fuses it).
+	c0, c1, c2 := T(rs), T(rs*sum1), T(rs*rs*sum2)
 	m := T(mu)
+	i = 0
 	if gamma != nil {
 		gm := gamma[:d]
-		for i := range dr {
-			dr[i] = c0*gr[i]*gm[i] - c1 - (xr[i]-m)*c2
+		if simd {
+			i = lnBackOutGammaSIMD(f32s(dr), f32s(gr), f32s(xr), f32s(gm), float32(c0), float32(c1), float32(c2), float32(m))
 		}
-	} else {
-		for i := range dr {
-			dr[i] = c0*gr[i] - c1 - (xr[i]-m)*c2
+		for ; i < d; i++ {
+			dr[i] = T(T(c0*gr[i])*gm[i]) - c1 - T((xr[i]-m)*c2)
 		}
+		return
+	}
+	if simd {
+		i = lnBackOutSIMD(f32s(dr), f32s(gr), f32s(xr), float32(c0), float32(c1), float32(c2), float32(m))
+	}
+	for ; i < d; i++ {
+		dr[i] = T(c0*gr[i]) - c1 - T((xr[i]-m)*c2)
 	}
 }
 

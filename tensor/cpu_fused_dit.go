@@ -60,19 +60,40 @@ func layerNormModRange[T float](j *job, lo, hi int) {
 	shift, scale := contig[T](j.t[6]), contig[T](j.t[7])
 	d, rows := j.n[0], j.n[1]
 	eps := j.f[0]
+	simd := (gamma == nil) == (beta == nil) && is32[T]() && useSIMD
 	for r := lo; r < hi; r++ {
-		yr := y[r*d : (r+1)*d]
-		m, s := layerNormRow(yr, x[r*d:(r+1)*d], gamma, beta, eps)
+		yr, xr := y[r*d:(r+1)*d], x[r*d:(r+1)*d]
+		g := r / rows
+		sh, sc := shift[g*d:(g+1)*d], scale[g*d:(g+1)*d]
+		var m, s T
+		if simd {
+			// One pass: normalise and modulate as the loops below do,
+			// the last d%8 elements by those loops.
+			m, s = layerNormStats(xr, eps)
+			var i int
+			if gamma == nil {
+				i = lnModSIMD(f32s(yr), f32s(xr), f32s(sh), f32s(sc), float32(m), float32(s))
+			} else {
+				i = lnModAffineSIMD(f32s(yr), f32s(xr), f32s(gamma), f32s(beta), f32s(sh), f32s(sc), float32(m), float32(s))
+			}
+			if i < d {
+				layerNormAffine(yr[i:], xr[i:], from(gamma, i), from(beta, i), m, s)
+				for ; i < d; i++ {
+					u := yr[i]
+					yr[i] = T(u+T(u*sc[i])) + sh[i]
+				}
+			}
+		} else {
+			m, s = layerNormRow(yr, xr, gamma, beta, eps)
+			for i, u := range yr {
+				yr[i] = T(u+T(u*sc[i])) + sh[i]
+			}
+		}
 		if mean != nil {
 			mean[r] = m
 		}
 		if rstd != nil {
 			rstd[r] = s
-		}
-		g := r / rows
-		sh, sc := shift[g*d:(g+1)*d], scale[g*d:(g+1)*d]
-		for i, u := range yr {
-			yr[i] = T(u+T(u*sc[i])) + sh[i]
 		}
 	}
 }
@@ -173,8 +194,12 @@ func layerNormModBackRange[T float](j *job, lo, hi int) {
 			// the saved, already rounded statistics), then the
 			// modulation's gradients.
 			layerNormAffine(gu, xr, gamma, beta, m, s)
-			for i, u := range gu {
-				gi := gr[i]
+			i := 0
+			if is32[T]() && useSIMD {
+				i = lnModBackSIMD(f32s(gu), f32s(gr), f32s(sg), ssh, ssc)
+			}
+			for ; i < d; i++ {
+				gi, u := gr[i], gu[i]
 				ssh[i] += float64(gi)
 				ssc[i] += float64(T(gi * u))
 				gu[i] = gi + T(gi*sg[i])
@@ -182,6 +207,14 @@ func layerNormModBackRange[T float](j *job, lo, hi int) {
 			layerNormBackRow(dx[r*d:(r+1)*d], gu, xr, gamma, m, s, dg, db)
 		}
 	}
+}
+
+// from returns v[i:], or nil for a nil v (an absent affine parameter).
+func from[T float](v []T, i int) []T {
+	if v == nil {
+		return nil
+	}
+	return v[i:]
 }
 
 // layerNormAffine sets yr to (xr - m)·s·gamma + beta with the row
@@ -193,8 +226,12 @@ func layerNormAffine[T float](yr, xr, gamma, beta []T, m, s T) {
 	switch {
 	case gamma != nil && beta != nil:
 		g, b := gamma[:d], beta[:d]
-		for i := range yr {
-			yr[i] = (xr[i]-m)*s*g[i] + b[i]
+		i := 0
+		if is32[T]() && useSIMD {
+			i = lnAffineSIMD(f32s(yr), f32s(xr), f32s(g), f32s(b), float32(m), float32(s))
+		}
+		for ; i < d; i++ {
+			yr[i] = T(T((xr[i]-m)*s)*g[i]) + b[i]
 		}
 	case gamma != nil:
 		g := gamma[:d]
@@ -202,7 +239,11 @@ func layerNormAffine[T float](yr, xr, gamma, beta []T, m, s T) {
 			yr[i] = (xr[i] - m) * s * g[i]
 		}
 	default:
-		for i := range yr {
+		i := 0
+		if is32[T]() && useSIMD {
+			i = lnScaleSIMD(f32s(yr), f32s(xr), float32(m), float32(s))
+		}
+		for ; i < d; i++ {
 			yr[i] = (xr[i] - m) * s
 		}
 		if beta != nil {

@@ -243,6 +243,11 @@ func sumExpShifted[T float](x []T, m T) float64 {
 func sumVec[T float](x []T) float64 {
 	var s0, s1, s2, s3 float64
 	i := 0
+	if is32[T]() && useSIMD {
+		var acc [4]float64
+		i = sum4SIMD(f32s(x), &acc)
+		s0, s1, s2, s3 = acc[0], acc[1], acc[2], acc[3]
+	}
 	for ; i+4 <= len(x); i += 4 {
 		v := x[i : i+4 : i+4]
 		s0 += float64(v[0])

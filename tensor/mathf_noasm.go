@@ -28,3 +28,22 @@ func arithVec32SIMD(op BinaryOp, d, a, b []float32, alpha float32) bool {
 
 // simdBuilt reports whether the assembly kernels are compiled in.
 const simdBuilt = false
+
+// The LayerNorm row kernels of norm_amd64.go.
+
+func sum4SIMD(x []float32, acc *[4]float64) int                       { panic(errNoSIMD) }
+func sumSqDev4SIMD(x []float32, mu float64, acc *[4]float64) int      { panic(errNoSIMD) }
+func lnScaleSIMD(y, x []float32, m, s float32) int                    { panic(errNoSIMD) }
+func lnModSIMD(y, x, shift, scale []float32, m, s float32) int        { panic(errNoSIMD) }
+func lnModBackSIMD(gu, gy, scale []float32, ssh, ssc []float64) int   { panic(errNoSIMD) }
+func lnBackSums4SIMD(g, x []float32, mu float64, acc *[8]float64) int { panic(errNoSIMD) }
+func lnBackOutSIMD(dx, g, x []float32, c0, c1, c2, m float32) int     { panic(errNoSIMD) }
+func lnAffineSIMD(y, x, gamma, beta []float32, m, s float32) int      { panic(errNoSIMD) }
+func lnModAffineSIMD(y, x, gamma, beta, shift, scale []float32, m, s float32) int {
+	panic(errNoSIMD)
+}
+func lnParamGradSIMD(gr, x []float32, dg, db []float64, mu, rs float64) int { panic(errNoSIMD) }
+func lnBackSums4GammaSIMD(gr, x, gamma []float32, mu float64, acc *[8]float64) int {
+	panic(errNoSIMD)
+}
+func lnBackOutGammaSIMD(dx, gr, x, gamma []float32, c0, c1, c2, m float32) int { panic(errNoSIMD) }

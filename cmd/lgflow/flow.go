@@ -87,6 +87,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	steps := fs.Int("steps", 0, "override: training steps")
 	batch := fs.Int("batch", 0, "override: batch size")
 	lr := fs.Float64("lr", 0, "override: learning rate")
+	cooldown := fs.Int("cooldown", 0, "override: final steps over which the learning rate falls linearly to zero (e.g. resume a constant-rate run with -steps S+N -cooldown N to anneal it; 0: constant, the reference)")
 	standardize := fs.Bool("standardize", false, "override: standardise latents per dimension (stored with the model) instead of one global scale (the reference)")
 	bucket := fs.Bool("bucket-by-size", false, "override: batches of graphs of similar sizes (less padding; for datasets of very different sizes such as ego and tpu)")
 	otCoupling := fs.Bool("ot-coupling", false, "override: pair each graph's noise and data tokens by a minimal-cost assignment (shorter paths; the reference pairs at random)")
@@ -130,6 +131,8 @@ func runTrainFlow(ctx context.Context, args []string) error {
 				c.BatchSize = *batch
 			case "lr":
 				c.LR = *lr
+			case "cooldown":
+				c.Cooldown = *cooldown
 			case "val-every":
 				c.ValEvery = *valEvery
 			case "val-samples":

@@ -1,0 +1,365 @@
+//go:build amd64 && !noasm
+
+#include "textflag.h"
+
+// AVX2 kernels of the LayerNorm rows (norm_amd64.go). Each rounds every
+// element exactly as the Go loops of cpu_fused.go and cpu_fused_dit.go do
+// (no FMA; float64 sums in the same lanes and order), so the SIMD and Go
+// paths give the same bits. Lengths are multiples of 4 or 8 as stated; the
+// callers run the remaining elements in Go.
+
+// func sum4AVX2(x *float32, n int, acc *[4]float64)
+// acc[k] += x[i] as float64 for i ≡ k (mod 4), i ascending; n % 4 == 0.
+TEXT ·sum4AVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ acc+16(FP), DI
+	VMOVUPD (DI), Y0
+	SHRQ $2, CX
+	JZ done
+loop:
+	VCVTPS2PD (SI), Y1
+	VADDPD Y1, Y0, Y0
+	ADDQ $16, SI
+	DECQ CX
+	JNZ loop
+done:
+	VMOVUPD Y0, (DI)
+	VZEROUPPER
+	RET
+
+// func sumSqDev4AVX2(x *float32, n int, mu float64, acc *[4]float64)
+// acc[k] += (x[i] - mu)² in float64 for i ≡ k (mod 4); n % 4 == 0.
+TEXT ·sumSqDev4AVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSD mu+16(FP), Y2
+	MOVQ acc+24(FP), DI
+	VMOVUPD (DI), Y0
+	SHRQ $2, CX
+	JZ done
+loop:
+	VCVTPS2PD (SI), Y1
+	VSUBPD Y2, Y1, Y1
+	VMULPD Y1, Y1, Y1
+	VADDPD Y1, Y0, Y0
+	ADDQ $16, SI
+	DECQ CX
+	JNZ loop
+done:
+	VMOVUPD Y0, (DI)
+	VZEROUPPER
+	RET
+
+// func lnScaleAVX2(y, x *float32, n int, m, s float32)
+// y = (x - m)·s; n % 8 == 0.
+TEXT ·lnScaleAVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS m+24(FP), Y10
+	VBROADCASTSS s+28(FP), Y11
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y10, Y0, Y0
+	VMULPS Y11, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+// func lnModAVX2(y, x, shift, scale *float32, n int, m, s float32)
+// u = (x - m)·s; y = (u + u·scale) + shift; n % 8 == 0.
+TEXT ·lnModAVX2(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ shift+16(FP), DX
+	MOVQ scale+24(FP), R8
+	MOVQ n+32(FP), CX
+	VBROADCASTSS m+40(FP), Y10
+	VBROADCASTSS s+44(FP), Y11
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y10, Y0, Y0
+	VMULPS Y11, Y0, Y0
+	VMULPS (R8), Y0, Y1
+	VADDPS Y1, Y0, Y0
+	VADDPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	ADDQ $32, R8
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+// func lnModBackAVX2(gu, gy, scale *float32, ssh, ssc *float64, n int)
+// With u = gu[i] and g = gy[i]: ssh[i] += g, ssc[i] += g·u (rounded to
+// float32 first), both in float64; gu[i] = g + g·scale[i]. n % 4 == 0.
+TEXT ·lnModBackAVX2(SB), NOSPLIT, $0-48
+	MOVQ gu+0(FP), DI
+	MOVQ gy+8(FP), SI
+	MOVQ scale+16(FP), DX
+	MOVQ ssh+24(FP), R8
+	MOVQ ssc+32(FP), R9
+	MOVQ n+40(FP), CX
+	SHRQ $2, CX
+	JZ done
+loop:
+	VMOVUPS (SI), X0
+	VMOVUPS (DI), X1
+	VCVTPS2PD X0, Y2
+	VADDPD (R8), Y2, Y2
+	VMOVUPD Y2, (R8)
+	VMULPS X1, X0, X3
+	VCVTPS2PD X3, Y3
+	VADDPD (R9), Y3, Y3
+	VMOVUPD Y3, (R9)
+	VMULPS (DX), X0, X4
+	VADDPS X4, X0, X4
+	VMOVUPS X4, (DI)
+	ADDQ $16, SI
+	ADDQ $16, DI
+	ADDQ $16, DX
+	ADDQ $32, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+// func lnBackSums4AVX2(gr, x *float32, n int, mu float64, acc *[8]float64)
+// For i ≡ k (mod 4): acc[k] += g[i] and acc[4+k] += g[i]·(x[i] - mu), in
+// float64; n % 4 == 0.
+TEXT ·lnBackSums4AVX2(SB), NOSPLIT, $0-40
+	MOVQ gr+0(FP), SI
+	MOVQ x+8(FP), DX
+	MOVQ n+16(FP), CX
+	VBROADCASTSD mu+24(FP), Y2
+	MOVQ acc+32(FP), DI
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	SHRQ $2, CX
+	JZ done
+loop:
+	VCVTPS2PD (SI), Y3
+	VCVTPS2PD (DX), Y4
+	VADDPD Y3, Y0, Y0
+	VSUBPD Y2, Y4, Y4
+	VMULPD Y4, Y3, Y4
+	VADDPD Y4, Y1, Y1
+	ADDQ $16, SI
+	ADDQ $16, DX
+	DECQ CX
+	JNZ loop
+done:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+// func lnBackOutAVX2(out, gr, x *float32, n int, c0, c1, c2, m float32)
+// dx = (c0·g - c1) - (x - m)·c2; n % 8 == 0.
+TEXT ·lnBackOutAVX2(SB), NOSPLIT, $0-48
+	MOVQ out+0(FP), DI
+	MOVQ gr+8(FP), SI
+	MOVQ x+16(FP), DX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS c0+32(FP), Y10
+	VBROADCASTSS c1+36(FP), Y11
+	VBROADCASTSS c2+40(FP), Y12
+	VBROADCASTSS m+44(FP), Y13
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMULPS (SI), Y10, Y0
+	VSUBPS Y11, Y0, Y0
+	VMOVUPS (DX), Y1
+	VSUBPS Y13, Y1, Y1
+	VMULPS Y12, Y1, Y1
+	VSUBPS Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+// func lnAffineAVX2(y, x, gamma, beta *float32, n int, m, s float32)
+// y = ((x - m)·s)·gamma + beta; n % 8 == 0.
+TEXT ·lnAffineAVX2(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ gamma+16(FP), DX
+	MOVQ beta+24(FP), R8
+	MOVQ n+32(FP), CX
+	VBROADCASTSS m+40(FP), Y10
+	VBROADCASTSS s+44(FP), Y11
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y10, Y0, Y0
+	VMULPS Y11, Y0, Y0
+	VMULPS (DX), Y0, Y0
+	VADDPS (R8), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	ADDQ $32, R8
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+// func lnModAffineAVX2(y, x, gamma, beta, shift, scale *float32, n int, m, s float32)
+// u = ((x - m)·s)·gamma + beta; y = (u + u·scale) + shift; n % 8 == 0.
+TEXT ·lnModAffineAVX2(SB), NOSPLIT, $0-64
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ gamma+16(FP), DX
+	MOVQ beta+24(FP), R8
+	MOVQ shift+32(FP), R9
+	MOVQ scale+40(FP), R10
+	MOVQ n+48(FP), CX
+	VBROADCASTSS m+56(FP), Y10
+	VBROADCASTSS s+60(FP), Y11
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y10, Y0, Y0
+	VMULPS Y11, Y0, Y0
+	VMULPS (DX), Y0, Y0
+	VADDPS (R8), Y0, Y0
+	VMULPS (R10), Y0, Y1
+	VADDPS Y1, Y0, Y0
+	VADDPS (R9), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	ADDQ $32, R8
+	ADDQ $32, R9
+	ADDQ $32, R10
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+// func lnParamGradAVX2(gr, x *float32, dg, db *float64, n int, mu, rs float64)
+// With g = gr[i] in float64: dg[i] += g·((x[i] - mu)·rs), db[i] += g;
+// n % 4 == 0.
+TEXT ·lnParamGradAVX2(SB), NOSPLIT, $0-56
+	MOVQ gr+0(FP), SI
+	MOVQ x+8(FP), DX
+	MOVQ dg+16(FP), R8
+	MOVQ db+24(FP), R9
+	MOVQ n+32(FP), CX
+	VBROADCASTSD mu+40(FP), Y10
+	VBROADCASTSD rs+48(FP), Y11
+	SHRQ $2, CX
+	JZ done
+loop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD (DX), Y1
+	VSUBPD Y10, Y1, Y1
+	VMULPD Y11, Y1, Y1
+	VMULPD Y1, Y0, Y1
+	VADDPD (R8), Y1, Y1
+	VMOVUPD Y1, (R8)
+	VADDPD (R9), Y0, Y0
+	VMOVUPD Y0, (R9)
+	ADDQ $16, SI
+	ADDQ $16, DX
+	ADDQ $32, R8
+	ADDQ $32, R9
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+// func lnBackSums4GammaAVX2(gr, x, gamma *float32, n int, mu float64, acc *[8]float64)
+// lnBackSums4AVX2 with g = gr[i]·gamma[i] in float64 (exact).
+TEXT ·lnBackSums4GammaAVX2(SB), NOSPLIT, $0-48
+	MOVQ gr+0(FP), SI
+	MOVQ x+8(FP), DX
+	MOVQ gamma+16(FP), R8
+	MOVQ n+24(FP), CX
+	VBROADCASTSD mu+32(FP), Y2
+	MOVQ acc+40(FP), DI
+	VMOVUPD (DI), Y0
+	VMOVUPD 32(DI), Y1
+	SHRQ $2, CX
+	JZ done
+loop:
+	VCVTPS2PD (SI), Y3
+	VCVTPS2PD (R8), Y5
+	VMULPD Y5, Y3, Y3
+	VCVTPS2PD (DX), Y4
+	VADDPD Y3, Y0, Y0
+	VSUBPD Y2, Y4, Y4
+	VMULPD Y4, Y3, Y4
+	VADDPD Y4, Y1, Y1
+	ADDQ $16, SI
+	ADDQ $16, DX
+	ADDQ $16, R8
+	DECQ CX
+	JNZ loop
+done:
+	VMOVUPD Y0, (DI)
+	VMOVUPD Y1, 32(DI)
+	VZEROUPPER
+	RET
+
+// func lnBackOutGammaAVX2(out, gr, x, gamma *float32, n int, c0, c1, c2, m float32)
+// out = ((c0·gr)·gamma - c1) - (x - m)·c2; n % 8 == 0.
+TEXT ·lnBackOutGammaAVX2(SB), NOSPLIT, $0-56
+	MOVQ out+0(FP), DI
+	MOVQ gr+8(FP), SI
+	MOVQ x+16(FP), DX
+	MOVQ gamma+24(FP), R8
+	MOVQ n+32(FP), CX
+	VBROADCASTSS c0+40(FP), Y10
+	VBROADCASTSS c1+44(FP), Y11
+	VBROADCASTSS c2+48(FP), Y12
+	VBROADCASTSS m+52(FP), Y13
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMULPS (SI), Y10, Y0
+	VMULPS (R8), Y0, Y0
+	VSUBPS Y11, Y0, Y0
+	VMOVUPS (DX), Y1
+	VSUBPS Y13, Y1, Y1
+	VMULPS Y12, Y1, Y1
+	VSUBPS Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
