@@ -272,9 +272,16 @@ func (cpuBackend) GateResidual(out, x, gate, h *Tensor) {
 func gateResidualRange[T float](j *job, lo, hi int) {
 	o, x, gate, h := contig[T](j.t[0]), contig[T](j.t[1]), contig[T](j.t[2]), contig[T](j.t[3])
 	d, rows := j.n[0], j.n[1]
+	simd := is32[T]() && useSIMD
 	for r := lo; r < hi; r++ {
 		g := r / rows
 		or, xr, hr, gt := o[r*d:(r+1)*d], x[r*d:(r+1)*d], h[r*d:(r+1)*d], gate[g*d:(g+1)*d]
+		if simd && &or[0] != &xr[0] {
+			// or = gt·hr, then or = xr + or: the loop's two roundings.
+			arithVec32SIMD(BinaryMul, f32s(or), f32s(gt), f32s(hr), 0)
+			arithVec32SIMD(BinaryAdd, f32s(or), f32s(xr), f32s(or), 0)
+			continue
+		}
 		for i := range or {
 			or[i] = xr[i] + T(gt[i]*hr[i])
 		}
@@ -305,6 +312,7 @@ func gateResidualBackRange[T float](j *job, lo, hi int) {
 	d, rows := j.n[0], j.n[1]
 	c := lo / j.chunk
 	acc := j.s64[c*d : (c+1)*d]
+	simd := is32[T]() && useSIMD
 	for g := lo; g < hi; g++ {
 		gt := gate[g*d : (g+1)*d]
 		clear(acc)
@@ -312,12 +320,20 @@ func gateResidualBackRange[T float](j *job, lo, hi int) {
 			gr, hr := gy[r*d:(r+1)*d], h[r*d:(r+1)*d]
 			if dh != nil {
 				dr := dh[r*d : (r+1)*d]
-				for i := range dr {
-					dr[i] = T(gr[i] * gt[i])
+				if simd {
+					arithVec32SIMD(BinaryMul, f32s(dr), f32s(gr), f32s(gt), 0)
+				} else {
+					for i := range dr {
+						dr[i] = T(gr[i] * gt[i])
+					}
 				}
 			}
 			if dgate != nil {
-				for i := range acc {
+				i := 0
+				if simd {
+					i = mulAcc64SIMD(acc, f32s(gr), f32s(hr))
+				}
+				for ; i < d; i++ {
 					acc[i] += float64(T(gr[i] * hr[i]))
 				}
 			}

@@ -162,3 +162,17 @@ func lnBackOutGammaSIMD(dx, gr, x, gamma []float32, c0, c1, c2, m float32) int {
 	}
 	return n
 }
+
+//go:noescape
+func mulAcc64AVX2(acc *float64, a, b *float32, n int)
+
+// mulAcc64SIMD adds float64(a[i]·b[i]) (the product rounded to float32)
+// to acc[i] for the first len(acc)&^3 elements and returns how many it
+// took.
+func mulAcc64SIMD(acc []float64, a, b []float32) int {
+	n := len(acc) &^ 3
+	if n > 0 {
+		mulAcc64AVX2(&acc[0], &a[:n][0], &b[:n][0], n)
+	}
+	return n
+}

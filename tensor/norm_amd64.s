@@ -363,3 +363,28 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func mulAcc64AVX2(acc *float64, a, b *float32, n int)
+// acc[i] += a[i]·b[i] (the product rounded to float32, the sum in
+// float64); n % 4 == 0.
+TEXT ·mulAcc64AVX2(SB), NOSPLIT, $0-32
+	MOVQ acc+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ $2, CX
+	JZ done
+loop:
+	VMOVUPS (SI), X0
+	VMULPS (DX), X0, X0
+	VCVTPS2PD X0, Y1
+	VADDPD (DI), Y1, Y1
+	VMOVUPD Y1, (DI)
+	ADDQ $16, SI
+	ADDQ $16, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET

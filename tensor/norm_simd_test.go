@@ -29,7 +29,7 @@ func sameBits(t *testing.T, what string, a, b *Tensor) {
 // TestLayerNormSIMD checks the AVX2 LayerNorm row kernels against the Go
 // loops bit for bit through the public ops: LayerNorm and its backward
 // with and without affine parameters, the adaLN-modulated LayerNorm and
-// its backward, and Sum, at widths covering every tail (1-40) and the
+// its backward, Sum, and the gated residual and its backward, at widths covering every tail (1-40) and the
 // DiT's (128, plus 131), with rows of large mean and spread.
 func TestLayerNormSIMD(t *testing.T) {
 	if !cpuHasSIMD {
@@ -88,6 +88,14 @@ func TestLayerNormSIMD(t *testing.T) {
 				s := New(Float32, G, N)
 				Sum(s, x, -1, false)
 				o.t = append(o.t, s)
+				// The DiT's gated residual and its backward (also in place).
+				gr := New(Float32, G, N, d)
+				GateResidual(gr, x, shift, gy)
+				inPlace := x.Clone()
+				GateResidual(inPlace, inPlace, shift, gy)
+				dh, dgate := New(Float32, G, N, d), New(Float32, G, d)
+				GateResidualBackward(dh, dgate, gy, x, scale)
+				o.t = append(o.t, gr, inPlace, dh, dgate)
 			})
 			return o
 		}
