@@ -141,7 +141,7 @@ done:
 	RET
 
 // func lnBackSums4AVX2(gr, x *float32, n int, mu float64, acc *[8]float64)
-// For i ≡ k (mod 4): acc[k] += g[i] and acc[4+k] += g[i]·(x[i] - mu), in
+// For i ≡ k (mod 4): acc[k] += gr[i] and acc[4+k] += gr[i]·(x[i] - mu), in
 // float64; n % 4 == 0.
 TEXT ·lnBackSums4AVX2(SB), NOSPLIT, $0-40
 	MOVQ gr+0(FP), SI
@@ -171,7 +171,7 @@ done:
 	RET
 
 // func lnBackOutAVX2(out, gr, x *float32, n int, c0, c1, c2, m float32)
-// dx = (c0·g - c1) - (x - m)·c2; n % 8 == 0.
+// out = (c0·gr - c1) - (x - m)·c2; n % 8 == 0.
 TEXT ·lnBackOutAVX2(SB), NOSPLIT, $0-48
 	MOVQ out+0(FP), DI
 	MOVQ gr+8(FP), SI
