@@ -66,7 +66,9 @@
 // portable Go kernels) and portable approximations elsewhere, both accurate
 // to about 1e-7; the two paths may differ in the last bit, so results are
 // bit-identical across machines only when they use the same kernels.
-// Float32 sums accumulate in float64.
+// Float32 sums accumulate in float64. The AVX2 kernels of the elementwise
+// arithmetic, the LayerNorm rows and the gated residual (also switched off
+// by LGFLOW_MATHF=go) give exactly the Go loops' bits.
 //
 // # Backends
 //
