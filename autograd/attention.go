@@ -79,7 +79,9 @@ func (tp *Tape) Attention(q, k, v *Var, mask *tensor.Tensor, mode MaskMode, scal
 		// As below, with the row log-sum-exp instead of the probabilities.
 		qv, kv, vv = q.Value, k.Value, v.Value
 		y = tp.alloc(q.Value, b, nq, h, dh).Permute(0, 2, 1, 3)
-		lse = tp.alloc(q.Value, b, h, nq)
+		if tp.anyGrad(q, k, v) {
+			lse = tp.alloc(q.Value, b, h, nq) // for the backward pass
+		}
 		tensor.FlashAttention(y, lse, qv, kv, vv, mask, scale)
 	case fused:
 		probs = tp.alloc(q.Value, b, h, nq, m)

@@ -245,15 +245,19 @@ func flashThreads(n int) int { return rowThreads(n, tensor.FlashAttentionMaxToke
 
 // FlashAttention computes out and the row log-sum-exp lse of key-padding
 // attention with one block per (batch, head) (see tensor.FlashAttention).
-// q, k, v, out and lse may be strided views; they are used in place.
+// q, k, v, out and lse may be strided views; they are used in place. A nil
+// lse (not wanted) is written to scratch memory.
 func (b *Backend) FlashAttention(out, lse, q, k, v, keyMask *tensor.Tensor, scale float64) {
-	b.enter()
-	defer b.exit()
 	s := q.Shape()
 	nb, h, n, dh := s[0], s[1], s[2], s[3]
 	if nb*h == 0 || n == 0 {
 		return
 	}
+	if lse == nil { // allocated before enter: allocation enters too
+		lse = tensor.EmptyOn(b, q.DType(), nb, h, n)
+	}
+	b.enter()
+	defer b.exit()
 	b.args.reset()
 	b.args.ptr(b.dptr(out)).ptr(b.dptr(lse)).ptr(b.dptr(q)).ptr(b.dptr(k)).ptr(b.dptr(v)).ptr(b.optPtr(keyMask))
 	b.args.attnStrides(q, k, v, out, nil, nil, nil, nil, lse, keyMask)

@@ -2,6 +2,7 @@ package dit
 
 import (
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -55,26 +56,31 @@ func TestForwardNoGradGroups(t *testing.T) {
 			}
 			rec := autograd.NewTape()
 			want := m.Forward(rec, autograd.NewConst(x), ts, mask, sc).Value
-			ng := autograd.NoGrad()
-			got := m.Forward(ng, autograd.NewConst(x), ts, mask, sc).Value
-			if !slices.Equal(got.Shape(), want.Shape()) {
-				t.Fatalf("shape %v, want %v", got.Shape(), want.Shape())
-			}
-			g, w := got.To(tensor.Float64).Data64(), want.To(tensor.Float64).Data64()
-			nonzero := 0
-			for i := range w {
-				if math.Float64bits(g[i]) != math.Float64bits(w[i]) {
-					t.Fatalf("element %d: %v by groups, %v in one pass", i, g[i], w[i])
+			// Groups run concurrently: one, two and three threads.
+			for _, procs := range []int{1, 2, 3} {
+				old := runtime.GOMAXPROCS(procs)
+				ng := autograd.NoGrad()
+				got := m.Forward(ng, autograd.NewConst(x), ts, mask, sc).Value
+				runtime.GOMAXPROCS(old)
+				if !slices.Equal(got.Shape(), want.Shape()) {
+					t.Fatalf("shape %v, want %v", got.Shape(), want.Shape())
 				}
-				if w[i] != 0 {
-					nonzero++
+				g, w := got.To(tensor.Float64).Data64(), want.To(tensor.Float64).Data64()
+				nonzero := 0
+				for i := range w {
+					if math.Float64bits(g[i]) != math.Float64bits(w[i]) {
+						t.Fatalf("%d threads: element %d: %v by groups, %v in one pass", procs, i, g[i], w[i])
+					}
+					if w[i] != 0 {
+						nonzero++
+					}
 				}
-			}
-			if nonzero == 0 {
-				t.Error("the output is all zeros: the comparison is vacuous")
+				if nonzero == 0 {
+					t.Error("the output is all zeros: the comparison is vacuous")
+				}
+				ng.Release()
 			}
 			rec.Release()
-			ng.Release()
 		})
 	}
 }

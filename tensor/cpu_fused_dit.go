@@ -456,7 +456,11 @@ func (cpuBackend) FlashAttention(out, lse, q, k, v, keyMask *Tensor, scale float
 	if keyMask != nil && keyMask.strides[1] != 1 && keyMask.shape[1] > 1 {
 		keyMask = keyMask.Clone()
 	}
-	o, l := headDst(out, false), contigDst(lse, false)
+	o := headDst(out, false)
+	var l *Tensor
+	if lse != nil {
+		l = contigDst(lse, false)
+	}
 	j := getJob(pick(q.dtype, flashRange[float32], flashRange[float64]))
 	j.t[0], j.t[1], j.t[2], j.t[3], j.t[4], j.t[5] = o, l, q, k, v, keyMask
 	j.f[0] = scale
@@ -464,14 +468,20 @@ func (cpuBackend) FlashAttention(out, lse, q, k, v, keyMask *Tensor, scale float
 	j.runRows(b*h, 2*n*n*dh+4*n*n)
 	putJob(j)
 	finishDst(out, o)
-	finishDst(lse, l)
+	if lse != nil {
+		finishDst(lse, l)
+	}
 }
 
 // flashRange is attentionRange with the probabilities of a head in scratch
-// and the row log-sum-exp written out instead.
+// and the row log-sum-exp written out instead (unless j.t[1] is nil).
 func flashRange[T float](j *job, lo, hi int) {
 	ot, lt, qt, kt, vt, mt := j.t[0], j.t[1], j.t[2], j.t[3], j.t[4], j.t[5]
-	o, l, q, k, v := data[T](ot), contig[T](lt), data[T](qt), data[T](kt), data[T](vt)
+	o, q, k, v := data[T](ot), data[T](qt), data[T](kt), data[T](vt)
+	var l []T
+	if lt != nil {
+		l = contig[T](lt)
+	}
 	var mask []T
 	if mt != nil {
 		mask = data[T](mt)
@@ -490,10 +500,16 @@ func flashRange[T float](j *job, lo, hi int) {
 			mo := mt.offset + (bh/nh)*mt.strides[0]
 			keep = mask[mo : mo+n]
 		}
-		lr := l[bh*n : (bh+1)*n]
-		for i := range n {
-			m, s := maskedSoftmaxRow(p[i*n:(i+1)*n], keep)
-			lr[i] = T(float64(m) + math.Log(s))
+		if l == nil {
+			for i := range n {
+				maskedSoftmaxRow(p[i*n:(i+1)*n], keep)
+			}
+		} else {
+			lr := l[bh*n : (bh+1)*n]
+			for i := range n {
+				m, s := maskedSoftmaxRow(p[i*n:(i+1)*n], keep)
+				lr[i] = T(float64(m) + math.Log(s))
+			}
 		}
 		gemmT(false, false, n, dh, n, 1, p, n, v[ov:], ldv, 0, o[oo:], ldo)
 	}

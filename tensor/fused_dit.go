@@ -246,7 +246,8 @@ func checkFlash(name string, q, k, v *Tensor) (b, h, n, dh int) {
 // FlashAttentionBackward recomputes the probabilities. q, k, v and out are
 // (B, H, N, Dh) with N <= FlashAttentionMaxTokens and Dh <=
 // FlashAttentionMaxHeadDim; keyMask is (B, N) (nil: all real); lse is
-// (B, H, N) and may be nil. out (nil allocates) is returned. The CPU backend
+// (B, H, N), or nil when only out is wanted (sampling: the CPU backend then
+// skips the logarithms). out (nil allocates) is returned. The CPU backend
 // computes out exactly as Attention does.
 func FlashAttention(out, lse, q, k, v, keyMask *Tensor, scale float64) *Tensor {
 	const name = "FlashAttention"
@@ -257,15 +258,13 @@ func FlashAttention(out, lse, q, k, v, keyMask *Tensor, scale float64) *Tensor {
 	} else {
 		wantShape(name, "out", out, q.dtype, q.shape)
 	}
-	if lse == nil {
-		lse = EmptyOn(be, q.dtype, b, h, n)
-	} else {
+	if lse != nil {
 		wantShape(name, "lse", lse, q.dtype, []int{b, h, n})
 	}
 	if keyMask != nil {
 		wantShape(name, "keyMask", keyMask, q.dtype, []int{b, n})
 	}
-	if q.Size() > 0 || lse.Size() > 0 {
+	if q.Size() > 0 {
 		be.FlashAttention(out, lse, q, k, v, keyMask, scale)
 	}
 	return out

@@ -4,6 +4,7 @@ package tensor
 
 import (
 	"math"
+	"os"
 
 	"golang.org/x/sys/cpu"
 )
@@ -30,6 +31,15 @@ func geluAVX2(d, a *float32, n int)
 
 //go:noescape
 func geluGradAVX2(d, a, gy *float32, n int)
+
+// geluAVX512 and geluGradAVX512 are geluAVX2 and geluGradAVX2 on 16 lanes,
+// with the same bits (cpuHasAVX512).
+//
+//go:noescape
+func geluAVX512(d, a *float32, n int)
+
+//go:noescape
+func geluGradAVX512(d, a, gy *float32, n int)
 
 //go:noescape
 func siluGradAVX2(d, a, gy *float32, n int)
@@ -110,6 +120,13 @@ func arithVec32SIMD(op BinaryOp, d, a, b []float32, alpha float32) bool {
 // cpuHasSIMD reports whether this CPU (and OS) can run the kernels.
 var cpuHasSIMD = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
+// cpuHasAVX512 reports whether the AVX-512 forms of the GELU kernels can
+// run; LGFLOW_MATHF=avx2 keeps the AVX2 forms (the results are the same).
+var cpuHasAVX512 = cpuHasSIMD && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+
+// useAVX512 reports whether the GELU dispatchers take the AVX-512 forms.
+var useAVX512 = cpuHasAVX512 && os.Getenv("LGFLOW_MATHF") != "avx2"
+
 // The SIMD forms of the vector kernels of mathf_vec.go, callable only when
 // cpuHasSIMD. Inputs are sliced to len(d) first (a shorter input panics).
 
@@ -144,6 +161,10 @@ func tanhVec32SIMD(d, a []float32) {
 func geluVec32SIMD(d, a []float32) {
 	if len(d) > 0 {
 		a = a[:len(d)]
+		if useAVX512 {
+			geluAVX512(&d[0], &a[0], len(d))
+			return
+		}
 		geluAVX2(&d[0], &a[0], len(d))
 	}
 }
@@ -151,6 +172,10 @@ func geluVec32SIMD(d, a []float32) {
 func geluGradVec32SIMD(d, a, gy []float32) {
 	if len(d) > 0 {
 		a, gy = a[:len(d)], gy[:len(d)]
+		if useAVX512 {
+			geluGradAVX512(&d[0], &a[0], &gy[0], len(d))
+			return
+		}
 		geluGradAVX2(&d[0], &a[0], &gy[0], len(d))
 	}
 }

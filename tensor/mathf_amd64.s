@@ -628,3 +628,161 @@ TEXT ·addScalarAVX2(SB), NOSPLIT, $0-28
 	MOVQ n+16(FP), CX
 	VBROADCASTSS s+24(FP), Y11
 	UNARYLOOP(ADDSCALARBODY)
+
+// AVX-512 forms of the GELU kernels: the AVX2 instruction sequence on 16
+// lanes (constants broadcast from the same tables), so each lane gets the
+// AVX2 kernel's bits; the sign select is a mask move on the sign bits of x
+// and the tail is a masked load and store. Need AVX-512F and DQ.
+
+#define EXPM1POLY512(rr, pp, tt) \
+	VBROADCASTSS mfE5<>(SB), pp; \
+	VFMADD213PS.BCST mfE4<>(SB), rr, pp; \
+	VFMADD213PS.BCST mfE3<>(SB), rr, pp; \
+	VFMADD213PS.BCST mfE2<>(SB), rr, pp; \
+	VFMADD213PS.BCST mfE1<>(SB), rr, pp; \
+	VFMADD213PS.BCST mfE0<>(SB), rr, pp; \
+	VMULPS rr, rr, tt; \
+	VFMADD213PS rr, tt, pp
+
+#define EXPSCALE512(nn, pp, tt) \
+	VCVTPS2DQ nn, nn; \
+	VPSRAD $1, nn, tt; \
+	VPSUBD tt, nn, nn; \
+	VPADDD.BCST mfBias<>(SB), tt, tt; \
+	VPADDD.BCST mfBias<>(SB), nn, nn; \
+	VPSLLD $23, tt, tt; \
+	VPSLLD $23, nn, nn; \
+	VMULPS tt, pp, pp; \
+	VMULPS nn, pp, pp
+
+// GELUCORE512 is GELUCORE on Z registers: x in Z0; sets Z1, Z2, Z7. Needs
+// Z13 = 1, Z14 = 14.45, Z15 = abs mask. Clobbers Z3-Z8.
+#define GELUCORE512 \
+	VPANDD Z15, Z0, Z1; \
+	VMINPS Z1, Z14, Z1; \
+	VBROADCASTSS mfN4<>(SB), Z2; \
+	VBROADCASTSS mfD5<>(SB), Z3; \
+	VFMADD213PS.BCST mfN3<>(SB), Z1, Z2; \
+	VFMADD213PS.BCST mfD4<>(SB), Z1, Z3; \
+	VFMADD213PS.BCST mfN2<>(SB), Z1, Z2; \
+	VFMADD213PS.BCST mfD3<>(SB), Z1, Z3; \
+	VFMADD213PS.BCST mfN1<>(SB), Z1, Z2; \
+	VFMADD213PS.BCST mfD2<>(SB), Z1, Z3; \
+	VFMADD213PS.BCST mfN0<>(SB), Z1, Z2; \
+	VFMADD213PS.BCST mfD1<>(SB), Z1, Z3; \
+	VFMADD213PS Z13, Z1, Z3; \
+	VDIVPS Z3, Z2, Z2; \
+	VMULPS.BCST mfHalf<>(SB), Z1, Z4; \
+	VMULPS Z1, Z4, Z5; \
+	VFMSUB213PS Z5, Z1, Z4; \
+	VMULPS.BCST mfNegLog2e<>(SB), Z5, Z6; \
+	VRNDSCALEPS $0, Z6, Z6; \
+	VFNMSUB231PS.BCST mfLn2Hi<>(SB), Z6, Z5; \
+	VFNMADD231PS.BCST mfLn2Lo<>(SB), Z6, Z5; \
+	VSUBPS Z4, Z5, Z5; \
+	EXPM1POLY512(Z5, Z7, Z8); \
+	VADDPS Z13, Z7, Z7; \
+	EXPSCALE512(Z6, Z7, Z8); \
+	VMULPS Z7, Z2, Z2
+
+// x·Φ(x), result in Z3 (GELUBODY).
+#define GELUBODY512 \
+	GELUCORE512; \
+	VMULPS Z1, Z2, Z2; \
+	VSUBPS Z2, Z0, Z3; \
+	VPXORD.BCST mfSign<>(SB), Z2, Z2; \
+	VPMOVD2M Z0, K1; \
+	VMOVAPS Z2, K1, Z3
+
+// gy·(Φ(x) + x·φ(x)) with gy in Z9, result in Z3 (GELUGRADBODY).
+#define GELUGRADBODY512 \
+	GELUCORE512; \
+	VMULPS.BCST mfInvSqrt2Pi<>(SB), Z7, Z7; \
+	VMULPS Z1, Z7, Z7; \
+	VSUBPS Z7, Z2, Z2; \
+	VSUBPS Z2, Z13, Z3; \
+	VPMOVD2M Z0, K1; \
+	VMOVAPS Z2, K1, Z3; \
+	VMULPS Z9, Z3, Z3
+
+#define SETUPGELU512 \
+	VBROADCASTSS mfAbs<>(SB), Z15; \
+	VBROADCASTSS mfGeluMax<>(SB), Z14; \
+	VBROADCASTSS mfOne<>(SB), Z13
+
+// TAILMASK512 sets K2 to the low CX (1-15) lanes.
+#define TAILMASK512 \
+	MOVL $1, AX; \
+	SHLL CX, AX; \
+	DECL AX; \
+	KMOVW AX, K2
+
+// func geluAVX512(d, a *float32, n int)
+TEXT ·geluAVX512(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	SETUPGELU512
+	MOVQ CX, BX
+	SHRQ $4, BX
+	ANDQ $15, CX
+	TESTQ BX, BX
+	JZ tail
+
+loop:
+	VMOVUPS (SI), Z0
+	GELUBODY512
+	VMOVUPS Z3, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ BX
+	JNZ loop
+
+tail:
+	TESTQ CX, CX
+	JZ done
+	TAILMASK512
+	VMOVUPS.Z (SI), K2, Z0
+	GELUBODY512
+	VMOVUPS Z3, K2, (DI)
+
+done:
+	VZEROUPPER
+	RET
+
+// func geluGradAVX512(d, a, gy *float32, n int)
+TEXT ·geluGradAVX512(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ gy+16(FP), DX
+	MOVQ n+24(FP), CX
+	SETUPGELU512
+	MOVQ CX, BX
+	SHRQ $4, BX
+	ANDQ $15, CX
+	TESTQ BX, BX
+	JZ tail
+
+loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS (DX), Z9
+	GELUGRADBODY512
+	VMOVUPS Z3, (DI)
+	ADDQ $64, SI
+	ADDQ $64, DX
+	ADDQ $64, DI
+	DECQ BX
+	JNZ loop
+
+tail:
+	TESTQ CX, CX
+	JZ done
+	TAILMASK512
+	VMOVUPS.Z (SI), K2, Z0
+	VMOVUPS.Z (DX), K2, Z9
+	GELUGRADBODY512
+	VMOVUPS Z3, K2, (DI)
+
+done:
+	VZEROUPPER
+	RET

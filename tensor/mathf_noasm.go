@@ -8,6 +8,11 @@ package tensor
 // cpuHasSIMD reports whether the SIMD kernels can run: never in this build.
 const cpuHasSIMD = false
 
+// cpuHasAVX512 and useAVX512: never in this build.
+const cpuHasAVX512 = false
+
+var useAVX512 = false
+
 const errNoSIMD = "tensor: SIMD math kernels are not built (noasm or not amd64)"
 
 func expVec32SIMD(d, a []float32)                       { panic(errNoSIMD) }

@@ -435,7 +435,8 @@ func TestVecDispatch(t *testing.T) {
 }
 
 // BenchmarkVecKernels times each kernel on 1M float32 elements (one
-// thread), for the Go and (where available) the AVX2 implementation, and
+// thread), for the Go and (where available) the AVX2 implementation (and
+// the AVX-512 form of the GELU kernels), and
 // reports ns/elem; the AVX2 runs also report speedup, the ratio to the Go
 // time measured in the same run.
 func BenchmarkVecKernels(b *testing.B) {
@@ -448,9 +449,19 @@ func BenchmarkVecKernels(b *testing.B) {
 	}
 	goNs := map[string]float64{}
 	impls := vecImpls(b)
+	if cpuHasAVX512 {
+		// The GELU kernels also have AVX-512 forms: "avx2" runs the AVX2
+		// forms, "avx512" the AVX-512 ones.
+		impls = append(impls, newVecImpl("avx512", true))
+	}
+	defer func(u bool) { useAVX512 = u }(useAVX512)
 	for _, name := range []string{"gelu", "geluGrad", "exp", "sigmoid", "silu", "siluGrad", "tanh", "expSub"} {
 		for _, im := range impls {
+			if im.name == "avx512" && name != "gelu" && name != "geluGrad" {
+				continue
+			}
 			b.Run(fmt.Sprintf("%s/%s", name, im.name), func(b *testing.B) {
+				useAVX512 = im.name == "avx512"
 				b.SetBytes(4 * n)
 				for b.Loop() {
 					im.call(name, d, x, gy)

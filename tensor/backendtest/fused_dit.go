@@ -252,6 +252,9 @@ func testFlashAttention(t *testing.T, s *suite) {
 				got = tensor.FlashAttention(nil, glse, s.on(heads(q)), s.on(heads(k)), s.on(heads(v)), s.opt(m), scale)
 				s.check(t, what+" contiguous", got, want, tl)
 				s.check(t, what+" strided lse", glse, lse, tl)
+				// No lse wanted: the same out.
+				got = tensor.FlashAttention(nil, nil, heads(s.on(q)), heads(s.on(k)), heads(s.on(v)), s.opt(m), scale)
+				s.check(t, what+" without lse", got, want, tl)
 			}
 		}
 	}
