@@ -194,3 +194,33 @@ func benchLinear(b *testing.B, rng *rand.Rand, rows, in, out int) {
 		})
 	}
 }
+
+// BenchmarkSgemmDirectA compares, in the same run and on one thread,
+// packing op(A) ("packed") with reading it in place through the kernel's
+// direct form ("direct"), on the shapes of the DiT's linear layers during
+// sampling (2,048 tokens: the attention projections, the MLP's two
+// products) and on a wide product.
+func BenchmarkSgemmDirectA(b *testing.B) {
+	if sKern.direct == nil {
+		b.Skipf("the %s kernel has no direct form", sKern.name)
+	}
+	defer func(u bool) { useDirectA = u }(useDirectA)
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, s := range []struct{ m, n, k int }{{2048, 384, 128}, {2048, 128, 128}, {2048, 512, 128}, {2048, 128, 512}, {16384, 1152, 384}} {
+		a, bb := randSlice32(s.m*s.k, rng), randSlice32(s.k*s.n, rng)
+		c := make([]float32, s.m*s.n)
+		for _, direct := range []bool{false, true} {
+			name := fmt.Sprintf("%dx%dx%d/packed", s.m, s.n, s.k)
+			if direct {
+				name = fmt.Sprintf("%dx%dx%d/direct", s.m, s.n, s.k)
+			}
+			b.Run(name, func(b *testing.B) {
+				useDirectA = direct
+				for b.Loop() {
+					gemm(&sState, sKern, 1, "Sgemm", false, true, s.m, s.n, s.k, 1, a, s.k, bb, s.k, 0, nil, c, s.n)
+				}
+				reportGFLOPS(b, s.m, s.n, s.k)
+			})
+		}
+	}
+}

@@ -8,6 +8,11 @@ import (
 	"unsafe"
 )
 
+// useDirectA lets the blocked path read op(A) in place with the kernels'
+// direct forms (kernel.direct) instead of packing it; the tests turn it off
+// to compare.
+var useDirectA = true
+
 // minWorkPerThread is the number of multiply-adds below which adding a
 // thread costs more in hand-off than it saves.
 const minWorkPerThread = 64 * 64 * 64
@@ -61,6 +66,7 @@ type job[T scalar] struct {
 	ws             *workspace[T]
 
 	nw        int  // workers
+	directA   bool // the kernel reads op(A) in place (kernel.direct): no packA
 	kInner    bool // tasks run every k block themselves (runKInner)
 	slices    int  // k slices (runKSplit); 1: none
 	mcTask    int  // rows of C per task (a multiple of mr, at most kn.mc)
@@ -120,6 +126,7 @@ func (j *job[T]) set(kn *kernel[T], nw int, transA, transB bool, m, n, k int, al
 	j.a, j.b, j.c, j.bias = a, b, c, bias
 	j.lda, j.ldb, j.ldc = lda, ldb, ldc
 	j.nw = nw
+	j.directA = useDirectA && !transA && kn.direct != nil
 	j.slices = kSlices(kn, m, n, k)
 	j.kInner = j.slices == 1 && nw > 1 && useKInner(kn, n, k)
 	j.mcTask, j.rowChunks, j.gn = splitTasks(nw, m, min(n, kn.nc), kn.mr, kn.nr, kn.mc)
@@ -321,11 +328,11 @@ func (j *job[T]) runWorker(w int) {
 				chunk, g := local/j.gn, local%j.gn
 				ic := chunk * j.mcTask
 				mcur := min(j.mcTask, j.m-ic)
-				if first := t - int64(g); first != heldA {
+				if first := t - int64(g); first != heldA && !j.directA {
 					j.packA(ap, ic, mcur, pc, kcur)
 					heldA = first
 				}
-				j.macro(j.c, j.ldc, ap, bp, tile, ic, mcur, jc, ncur, g*np/j.gn, (g+1)*np/j.gn, kcur, beta, bias)
+				j.macro(j.c, j.ldc, ap, bp, tile, ic, mcur, jc, ncur, g*np/j.gn, (g+1)*np/j.gn, pc, kcur, beta, bias)
 				j.taskDone.Add(1)
 			}
 			taskBase += tasks
@@ -362,9 +369,11 @@ func (j *job[T]) runKInner(w int) {
 			if pc > 0 {
 				beta, bias = 1, nil
 			}
-			j.packA(ap, ic, mcur, pc, kcur)
+			if !j.directA {
+				j.packA(ap, ic, mcur, pc, kcur)
+			}
 			j.packB(bp, 0, j.n, pc, kcur, q0, q1)
-			j.macro(j.c, j.ldc, ap, bp, tile, ic, mcur, 0, j.n, q0, q1, kcur, beta, bias)
+			j.macro(j.c, j.ldc, ap, bp, tile, ic, mcur, 0, j.n, q0, q1, pc, kcur, beta, bias)
 		}
 	}
 }
@@ -426,30 +435,67 @@ func (j *job[T]) serial(c []T, ldc int, ap, bp, tile []T, k0, k1 int, beta T, bi
 			j.packB(bp, jc, ncur, pc, kcur, 0, np)
 			for ic := 0; ic < j.m; ic += kn.mc {
 				mcur := min(kn.mc, j.m-ic)
-				j.packA(ap, ic, mcur, pc, kcur)
-				j.macro(c, ldc, ap, bp, tile, ic, mcur, jc, ncur, 0, np, kcur, b, bi)
+				if !j.directA {
+					j.packA(ap, ic, mcur, pc, kcur)
+				}
+				j.macro(c, ldc, ap, bp, tile, ic, mcur, jc, ncur, 0, np, pc, kcur, b, bi)
 			}
 		}
 	}
 }
 
-// macro multiplies the packed A block (rows ic..ic+mcur) by B micro-panels
+// macro multiplies the packed A block (rows ic..ic+mcur, columns
+// pc..pc+kcur of op(A)) by B micro-panels
 // q0..q1 of the packed block starting at column jc, into c (C itself, or a
 // k slice's partial product; row stride ldc). A non-nil bias
 // (then beta == 0) is copied into each full tile of C just before the kernel
 // accumulates onto it, while the tile is in cache, and added to edge tiles.
-func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0, q1, kcur int, beta T, bias []T) {
+//
+// With j.directA, A is not packed: the kernel reads the full strips of mr
+// rows in place (columns pc..pc+kcur), and macro packs a last, partial
+// strip into ap itself.
+func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0, q1, pc, kcur int, beta T, bias []T) {
 	kn := j.kn
 	mr, nr := kn.mr, kn.nr
 	alpha := j.alpha
+	full := mcur // rows in full strips read in place (directA)
+	if j.directA {
+		full = mcur / mr * mr
+		if full < mcur {
+			j.packA(ap[:mr*kcur], ic+full, mcur-full, pc, kcur)
+		}
+	}
 	for q := q0; q < q1; q++ {
 		col := jc + q*nr
 		nrc := min(nr, jc+ncur-col)
 		bq := bp[q*nr*kcur : (q+1)*nr*kcur]
 		for ir := 0; ir < mcur; ir += mr {
 			mrc := min(mr, mcur-ir)
-			aq := ap[ir*kcur : ir*kcur+mr*kcur]
 			row := ic + ir
+			if j.directA && ir < full {
+				ar := &j.a[row*j.lda+pc]
+				if nrc == nr {
+					if bias != nil {
+						bt := bias[col : col+nr]
+						for i := range mr {
+							copy(c[(row+i)*ldc+col:(row+i)*ldc+col+nr], bt)
+						}
+						kn.direct(kcur, ar, j.lda, &bq[0], &c[row*ldc+col], ldc, alpha, 1)
+						continue
+					}
+					kn.direct(kcur, ar, j.lda, &bq[0], &c[row*ldc+col], ldc, alpha, beta)
+					continue
+				}
+				kn.direct(kcur, ar, j.lda, &bq[0], &tile[0], nr, 1, 0)
+				j.mergeTile(c, ldc, tile, row, col, mrc, nrc, beta, bias)
+				continue
+			}
+			var aq []T
+			if j.directA {
+				aq = ap[:mr*kcur] // the partial strip, packed above
+			} else {
+				aq = ap[ir*kcur : ir*kcur+mr*kcur]
+			}
 			if mrc == mr && nrc == nr {
 				// The whole tile lies inside C (checked by checkArgs).
 				if bias != nil {
@@ -464,24 +510,32 @@ func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0,
 				continue
 			}
 			kn.fn(kcur, &aq[0], &bq[0], &tile[0], nr, 1, 0)
-			for i := range mrc {
-				crow := c[(row+i)*ldc+col : (row+i)*ldc+col+nrc]
-				trow := tile[i*nr : i*nr+nrc]
-				switch {
-				case bias != nil:
-					bt := bias[col : col+nrc]
-					for jj, t := range trow {
-						crow[jj] = alpha*t + bt[jj]
-					}
-				case beta == 0:
-					for jj, t := range trow {
-						crow[jj] = alpha * t
-					}
-				default:
-					for jj, t := range trow {
-						crow[jj] = alpha*t + beta*crow[jj]
-					}
-				}
+			j.mergeTile(c, ldc, tile, row, col, mrc, nrc, beta, bias)
+		}
+	}
+}
+
+// mergeTile merges the mrc x nrc corner of an edge tile computed with
+// alpha 1 and beta 0 into C at (row, col): alpha times it, plus the bias or
+// beta times C.
+func (j *job[T]) mergeTile(c []T, ldc int, tile []T, row, col, mrc, nrc int, beta T, bias []T) {
+	nr, alpha := j.kn.nr, j.alpha
+	for i := range mrc {
+		crow := c[(row+i)*ldc+col : (row+i)*ldc+col+nrc]
+		trow := tile[i*nr : i*nr+nrc]
+		switch {
+		case bias != nil:
+			bt := bias[col : col+nrc]
+			for jj, t := range trow {
+				crow[jj] = alpha*t + bt[jj]
+			}
+		case beta == 0:
+			for jj, t := range trow {
+				crow[jj] = alpha * t
+			}
+		default:
+			for jj, t := range trow {
+				crow[jj] = alpha*t + beta*crow[jj]
 			}
 		}
 	}

@@ -746,3 +746,66 @@ func TestDispatch(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectABitwise checks that reading op(A) in place with a kernel's
+// direct form (useDirectA) gives the bits of packing it, on the blocked
+// path in each of its orders, with and without a bias, for every kernel
+// that has a direct form; and that the direct form is used.
+func TestDirectABitwise(t *testing.T) {
+	defer func(u bool) { useDirectA = u }(useDirectA)
+	rng := rand.New(rand.NewPCG(21, 22))
+	probs := []problem{
+		{false, true, 300, 200, 100, 1, 0, 0, 0, 0},   // one k block, a partial strip
+		{false, true, 367, 75, 300, 0.5, 1, 3, 1, 2},  // several k blocks, padded rows, edge tiles, beta
+		{false, false, 725, 64, 129, -1, 0, 5, 0, 0},  // more rows than mc
+		{false, true, 700, 60, 300, 1, 0.5, 0, 1, 0},  // k-inner with two threads
+		{false, false, 20, 37, 4200, 1, 0, 1, 0, 0},   // k slices
+		{false, false, 64, 3100, 600, 1, -2, 0, 0, 0}, // several nc blocks
+		{false, true, 2048, 384, 128, 1, 0, 0, 0, 0},  // a linear layer's forward
+		{false, false, 11, 33, 50, 1, 0, 0, 0, 0},     // fewer rows than a strip
+		{true, false, 100, 90, 80, 1, 0, 0, 0, 0},     // transposed A: packed either way
+		{false, false, 2048, 128, 512, 1, 0, 0, 0, 0}, // the MLP's second product
+		{false, true, 4096 / 64 * 64, 64, 32, 1, 0, 0, 0, 0},
+	}
+	used := false
+	for _, kn := range sgemmKernels() {
+		if kn.direct == nil {
+			continue
+		}
+		used = true
+		for _, threads := range []int{1, 2} {
+			for _, withBias := range []bool{false, true} {
+				for _, pr := range probs {
+					if withBias && pr.beta != 0 {
+						continue
+					}
+					o := makeOperands(pr, rng)
+					a, b := to32(o.a), to32(o.b)
+					var bias []float32
+					if withBias {
+						bias = make([]float32, pr.n)
+						for j := range bias {
+							bias[j] = float32(2*rng.Float64() - 1)
+						}
+					}
+					var res [2][]float32
+					for i, direct := range []bool{false, true} {
+						useDirectA = direct
+						c := to32(o.c)
+						sState.blocked(kn, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), bias, c, o.ldc)
+						res[i] = c
+					}
+					for i := range res[0] {
+						g, w := res[1][i], res[0][i]
+						if math.Float32bits(g) != math.Float32bits(w) && !(math.IsNaN(float64(g)) && math.IsNaN(float64(w))) {
+							t.Fatalf("%s threads=%d bias=%v %v: C[%d] = %v read in place, %v packed", kn.name, threads, withBias, pr, i, g, w)
+						}
+					}
+				}
+			}
+		}
+	}
+	if !used && sgemmKernels()[0].name != "go" {
+		t.Errorf("the %s kernel has no direct form", sgemmKernels()[0].name)
+	}
+}

@@ -11,6 +11,11 @@
 // The accumulators live in vector registers, one register per row and vector
 // width of columns, so the packed A panel is broadcast element by element and
 // the packed B panel is loaded a vector at a time. The k loop is unrolled 4x.
+//
+// The float32 kernels also come in a direct form (name + "Direct") that
+// reads A where it lies, row i at a + i*lda (row-major op(A), k contiguous),
+// instead of from a packed panel: the same broadcasts and multiply-adds in
+// the same order, so the same bits, without packing A.
 package main
 
 import (
@@ -41,6 +46,7 @@ type spec struct {
 	unroll    int
 	betaShift string // instruction to test beta == 0 ignoring the sign bit
 	betaMov   string
+	direct    bool // also generate the direct form
 }
 
 func (s spec) nr() int { return s.vecs * s.vecBytes / s.elem }
@@ -51,14 +57,14 @@ var specs = []spec{
 		reg: "Y", bReg0: 12, aReg0: 14, aRegs: 2,
 		load: "VMOVUPS", bcast: "VBROADCASTSS", fma: "VFMADD231PS", mul: "VMULPS", zero: "VXORPS",
 		comment: "6x16 float32 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.",
-		unroll:  4, betaMov: "MOVL", betaShift: "SHLL",
+		unroll:  4, betaMov: "MOVL", betaShift: "SHLL", direct: true,
 	},
 	{
 		name: "sgemmKernelAVX512", goType: "float32", elem: 4, mr: 12, vecs: 2, vecBytes: 64,
 		reg: "Z", bReg0: 24, aReg0: 26, aRegs: 4,
 		load: "VMOVUPS", bcast: "VBROADCASTSS", fma: "VFMADD231PS", mul: "VMULPS", zero: "VPXORD",
 		comment: "12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.",
-		unroll:  4, betaMov: "MOVL", betaShift: "SHLL",
+		unroll:  4, betaMov: "MOVL", betaShift: "SHLL", direct: true,
 	},
 	{
 		name: "dgemmKernelAVX2", goType: "float64", elem: 8, mr: 6, vecs: 2, vecBytes: 32,
@@ -77,14 +83,18 @@ func main() {
 	fmt.Fprintln(&w)
 	fmt.Fprintln(&w, `#include "textflag.h"`)
 	for _, s := range specs {
-		gen(&w, s)
+		gen(&w, s, false)
+		if s.direct {
+			gen(&w, s, true)
+		}
 	}
 	fmt.Fprintln(&w)
-	fmt.Fprintln(&w, "// func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2 uintptr)")
-	fmt.Fprintln(&w, "TEXT ·kernelAddrs(SB), NOSPLIT, $0-24")
-	for i, name := range []string{"sgemmAVX2", "sgemmAVX512", "dgemmAVX2"} {
-		fmt.Fprintf(&w, "\tLEAQ ·%s(SB), AX\n", specs[i].name)
-		fmt.Fprintf(&w, "\tMOVQ AX, %s+%d(FP)\n", name, 8*i)
+	fmt.Fprintln(&w, "// func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2, sgemmAVX2Direct, sgemmAVX512Direct uintptr)")
+	fmt.Fprintln(&w, "TEXT ·kernelAddrs(SB), NOSPLIT, $0-40")
+	for i, fn := range []string{specs[0].name, specs[1].name, specs[2].name, specs[0].name + "Direct", specs[1].name + "Direct"} {
+		ret := []string{"sgemmAVX2", "sgemmAVX512", "dgemmAVX2", "sgemmAVX2Direct", "sgemmAVX512Direct"}[i]
+		fmt.Fprintf(&w, "\tLEAQ ·%s(SB), AX\n", fn)
+		fmt.Fprintf(&w, "\tMOVQ AX, %s+%d(FP)\n", ret, 8*i)
 	}
 	fmt.Fprintln(&w, "\tRET")
 	if err := os.WriteFile("kernel_amd64.s", w.Bytes(), 0o644); err != nil {
@@ -92,29 +102,66 @@ func main() {
 	}
 }
 
-func gen(w *bytes.Buffer, s spec) {
+func gen(w *bytes.Buffer, s spec, direct bool) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
 	acc := func(i, v int) string { return fmt.Sprintf("%s%d", s.reg, i*s.vecs+v) }
 	nr := s.nr()
 	aStep := s.mr * s.elem // bytes of packed A per k
 	bStep := nr * s.elem   // bytes of packed B per k
 	argAlpha := 40
-	argBeta := 40 + s.elem
-	frame := argBeta + s.elem
 	shift := 2
 	if s.elem == 8 {
 		shift = 3
 	}
+	name := s.name
+	if direct {
+		// The direct form reads row i of A at a + i*lda: AX holds rows 0-3,
+		// R9 rows 4-7 and R10 rows 8-11 (as base, base+lda, base+2*lda and
+		// base+3*lda, with R11 = lda and R12 = 3*lda in bytes), all moving
+		// by one element per k.
+		if s.mr > 12 || s.mr%2 != 0 {
+			log.Fatalf("%s: the direct form supports up to 12 rows", s.name)
+		}
+		name += "Direct"
+		aStep = s.elem
+		argAlpha = 48
+	}
+	argBeta := argAlpha + s.elem
+	frame := argBeta + s.elem
+	aAddr := func(k, i int) string {
+		if !direct {
+			return fmt.Sprintf("%d(AX)", k*aStep+i*s.elem)
+		}
+		base := []string{"AX", "R9", "R10"}[i/4]
+		idx := []string{"", "(R11*1)", "(R11*2)", "(R12*1)"}[i%4]
+		return fmt.Sprintf("%d(%s)%s", k*aStep, base, idx)
+	}
 
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "// %s\n", s.comment)
-	fmt.Fprintf(w, "//\n// func %s(kc int, a, b, c *%s, ldc int, alpha, beta %s)\n", s.name, s.goType, s.goType)
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", s.name, frame)
+	if direct {
+		fmt.Fprintf(w, "// Direct form: A is read in place, row i at a + i*lda.\n")
+		fmt.Fprintf(w, "//\n// func %s(kc int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s)\n", name, s.goType, s.goType, s.goType)
+	} else {
+		fmt.Fprintf(w, "//\n// func %s(kc int, a, b, c *%s, ldc int, alpha, beta %s)\n", name, s.goType, s.goType)
+	}
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", name, frame)
 	p("MOVQ kc+0(FP), CX")
 	p("MOVQ a+8(FP), AX")
-	p("MOVQ b+16(FP), BX")
-	p("MOVQ c+24(FP), DI")
-	p("MOVQ ldc+32(FP), DX")
+	if direct {
+		p("MOVQ lda+16(FP), R11")
+		p("SHLQ $%d, R11", shift)
+		p("LEAQ (R11)(R11*2), R12")
+		p("LEAQ (AX)(R11*4), R9")
+		p("LEAQ (R9)(R11*4), R10")
+		p("MOVQ b+24(FP), BX")
+		p("MOVQ c+32(FP), DI")
+		p("MOVQ ldc+40(FP), DX")
+	} else {
+		p("MOVQ b+16(FP), BX")
+		p("MOVQ c+24(FP), DI")
+		p("MOVQ ldc+32(FP), DX")
+	}
 	p("SHLQ $%d, DX", shift)
 	fmt.Fprintln(w)
 	p("// Clear the accumulators.")
@@ -142,7 +189,7 @@ func gen(w *bytes.Buffer, s spec) {
 		}
 		for i := 0; i < s.mr; i++ {
 			ar := fmt.Sprintf("%s%d", s.reg, s.aReg0+(i%s.aRegs))
-			p("%s %d(AX), %s", s.bcast, k*aStep+i*s.elem, ar)
+			p("%s %s, %s", s.bcast, aAddr(k, i), ar)
 			for v := 0; v < s.vecs; v++ {
 				p("%s %s%d, %s, %s", s.fma, s.reg, s.bReg0+v, ar, acc(i, v))
 			}
@@ -151,12 +198,26 @@ func gen(w *bytes.Buffer, s spec) {
 	p("CMPQ CX, $%d", s.unroll)
 	p("JL   tail")
 	fmt.Fprintln(w)
+	// advanceA moves the A pointers on by n steps of k.
+	advanceA := func(n int) {
+		p("ADDQ $%d, AX", n*aStep)
+		if direct {
+			if s.mr > 4 {
+				p("ADDQ $%d, R9", n*aStep)
+			}
+			if s.mr > 8 {
+				p("ADDQ $%d, R10", n*aStep)
+			}
+		}
+	}
 	fmt.Fprintln(w, "loop:")
-	p("PREFETCHT0 %d(AX)", 8*aStep)
+	if !direct {
+		p("PREFETCHT0 %d(AX)", 8*aStep)
+	}
 	for k := 0; k < s.unroll; k++ {
 		step(k)
 	}
-	p("ADDQ $%d, AX", s.unroll*aStep)
+	advanceA(s.unroll)
 	p("ADDQ $%d, BX", s.unroll*bStep)
 	p("SUBQ $%d, CX", s.unroll)
 	p("CMPQ CX, $%d", s.unroll)
@@ -168,7 +229,7 @@ func gen(w *bytes.Buffer, s spec) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "tailloop:")
 	step(0)
-	p("ADDQ $%d, AX", aStep)
+	advanceA(1)
 	p("ADDQ $%d, BX", bStep)
 	p("DECQ CX")
 	p("JNE  tailloop")

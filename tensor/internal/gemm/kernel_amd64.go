@@ -22,14 +22,16 @@ func sgemmKernelAVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 // sgemmKernelAVX512 is the 12x32 AVX-512F kernel.
 //
 // It is generated from the same template as the AVX2 kernel. Where the CPU
-// has AVX-512F (the development machine, an AMD EPYC of the Zen 4
-// generation, does) the tests run it natively against the portable kernel
+// has AVX-512F (the development machines, AMD EPYCs of the Zen 4 and Zen 5
+// generations, do) the tests run it natively against the portable kernel
 // and the float64 reference; elsewhere TestEmulatedKernels checks its
 // machine code by interpreting objdump's disassembly of it
 // (testdata/emulate_kernel.py) and the driver is tested with its 12x32 tile
 // shape through a Go stand-in. It is chosen only when the CPU and OS report
 // AVX-512F; set LGFLOW_GEMM=avx2 to avoid it (on Zen 4, which executes
-// 512-bit instructions as two 256-bit halves, both run at the same speed).
+// 512-bit instructions as two 256-bit halves, both run at the same speed;
+// on Zen 5, with full-width units, it is twice as fast: 280 against 140
+// GFLOP/s on one core, BenchmarkMicroKernel).
 //
 //go:noescape
 func sgemmKernelAVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
@@ -37,18 +39,29 @@ func sgemmKernelAVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 //go:noescape
 func dgemmKernelAVX2(kc int, a, b, c *float64, ldc int, alpha, beta float64)
 
+// sgemmKernelAVX2Direct and sgemmKernelAVX512Direct are the float32 kernels
+// in direct form: they read the tile's rows of A in place, row i at
+// a + i*lda (row-major op(A)), instead of from a packed panel, with the
+// same operations in the same order, so the same bits.
+//
+//go:noescape
+func sgemmKernelAVX2Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+
+//go:noescape
+func sgemmKernelAVX512Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+
 // kernelAddrs returns the entry addresses of the assembly kernels, for
 // TestEmulatedKernels.
-func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2 uintptr)
+func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2, sgemmAVX2Direct, sgemmAVX512Direct uintptr)
 
 var (
 	sAVX2 = &kernel[float32]{
 		name: "avx2", mr: 6, nr: 16, mc: 144, kc: 256, nc: 4080, small: 1000,
-		fn: sgemmKernelAVX2,
+		fn: sgemmKernelAVX2, direct: sgemmKernelAVX2Direct,
 	}
 	sAVX512 = &kernel[float32]{
 		name: "avx512", mr: 12, nr: 32, mc: 360, kc: 128, nc: 3072, small: 1000,
-		fn: sgemmKernelAVX512,
+		fn: sgemmKernelAVX512, direct: sgemmKernelAVX512Direct,
 	}
 	dAVX2 = &kernel[float64]{
 		name: "avx2", mr: 6, nr: 8, mc: 96, kc: 256, nc: 4080, small: 1000,

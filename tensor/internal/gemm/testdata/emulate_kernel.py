@@ -14,7 +14,9 @@ TestEmulatedKernels runs it on the running test binary when python3 and
 objdump are installed; go test strips symbols, so the test passes the
 kernels' entry addresses (from kernelAddrs):
 
-  python3 testdata/emulate_kernel.py BINARY NAME:ADDRESS:MR:NR:ELEMSIZE...
+  python3 testdata/emulate_kernel.py BINARY NAME:ADDRESS:MR:NR:ELEMSIZE[:direct]...
+
+(":direct": the kernel's direct form, which reads row i of A at a + i*lda.)
 
 Needs only python3 and binutils (objdump).
 """
@@ -134,6 +136,9 @@ class Machine:
                 if mn in ("shl", "add", "sub"):
                     self.setgpr(d, r)
                 self.flags = r
+            elif mn == "lea":
+                s, d = args
+                self.setgpr(d, self.addr(s))
             elif mn == "dec":
                 r = self.igpr(args[0]) - 1
                 self.setgpr(args[0], r)
@@ -175,19 +180,22 @@ class Machine:
         raise RuntimeError("runaway loop")
 
 
-def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng):
+def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None):
+    """Runs one call; lda (direct form) lays row i of A out at i*lda, else A is a packed panel."""
     m = Machine(elem)
-    a = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * mr)]
+    a = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * mr if lda is None else mr * lda)]
     b = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * nr)]
     c = [m.rnd(rng.uniform(-1, 1)) for _ in range(mr * ldc)]
     for base, vals in ((A, a), (B, b), (C, c)):
         for i, v in enumerate(vals):
             struct.pack_into(m.fmt, m.mem, base + i * elem, v)
-    # ABI0: return address at 0(SP); kc, a, b, c, ldc from 8(SP); then alpha, beta.
-    for i, v in enumerate((kc, A, B, C, ldc)):
+    # ABI0: return address at 0(SP); kc, a, b, c, ldc from 8(SP) (direct
+    # form: kc, a, lda, b, c, ldc); then alpha, beta.
+    ints = (kc, A, B, C, ldc) if lda is None else (kc, A, lda, B, C, ldc)
+    for i, v in enumerate(ints):
         struct.pack_into("<q", m.mem, SP + 8 + 8 * i, v)
-    struct.pack_into(m.fmt, m.mem, SP + 48, alpha)
-    struct.pack_into(m.fmt, m.mem, SP + 48 + elem, beta)
+    struct.pack_into(m.fmt, m.mem, SP + 8 + 8 * len(ints), alpha)
+    struct.pack_into(m.fmt, m.mem, SP + 8 + 8 * len(ints) + elem, beta)
     m.gpr["rsp"] = SP
     m.run(code)
     eps = 2.0**-24 if elem == 4 else 2.0**-53
@@ -200,7 +208,7 @@ def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng):
                 if addr in m.writes:
                     raise RuntimeError(f"kc={kc}: wrote padding C[{i}][{j}]")
                 continue
-            prods = [a[p * mr + i] * b[p * nr + j] for p in range(kc)]
+            prods = [a[p * mr + i if lda is None else i * lda + p] * b[p * nr + j] for p in range(kc)]
             cij = c[i * ldc + j] if beta != 0 else 0.0
             want = alpha * sum(prods) + beta * cij
             bound = (kc + 2) * eps * (abs(alpha) * sum(map(abs, prods)) + abs(beta * cij)) + 1e-300
@@ -218,15 +226,17 @@ def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng):
 def main():
     binary = sys.argv[1]
     for arg in sys.argv[2:]:
-        name, addr, mr, nr, elem = arg.split(":")
+        name, addr, mr, nr, elem, *form = arg.split(":")
         addr, mr, nr, elem = int(addr, 0), int(mr), int(nr), int(elem)
+        direct = form == ["direct"]
         code = disassemble(binary, addr)
         rng = random.Random(1)
         n, worst = 0, 0.0
         for kc in (0, 1, 3, 4, 5, 8, 9):
             for alpha, beta in ((1.0, 0.0), (-0.5, 0.0), (1.0, 1.0), (0.75, -1.5), (2.0, -0.0)):
                 for ldc in (nr, nr + 3):
-                    worst = max(worst, trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng))
+                    lda = kc + ldc - nr + 2 if direct else None  # rows longer than kc
+                    worst = max(worst, trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda))
                     n += 1
         print(f"{name}: {len(code)} instructions, {n} emulated calls match the reference "
               f"(worst error {worst:.3f} of the bound)")
