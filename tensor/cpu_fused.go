@@ -108,6 +108,25 @@ func layerNormStats[T float](xr []T, eps float64) (mean, rstd T) {
 	return T(mu), T(rs)
 }
 
+// layerNormStats4 is layerNormStats of the four float32 rows
+// x[r*d:(r+1)*d] with the SIMD kernels (d % 4 == 0): the same sums in the
+// same order, the rows' addition chains interleaved.
+func layerNormStats4(x []float32, d int, eps float64) (mean, rstd [4]float32) {
+	var acc [16]float64
+	sum4x4SIMD(x, d, &acc)
+	var mu [4]float64
+	for r := range mu {
+		mu[r] = ((acc[4*r] + acc[4*r+1]) + (acc[4*r+2] + acc[4*r+3])) / float64(d)
+	}
+	acc = [16]float64{}
+	sumSqDev4x4SIMD(x, d, &mu, &acc)
+	for r := range mu {
+		ss := (acc[4*r] + acc[4*r+1]) + (acc[4*r+2] + acc[4*r+3])
+		mean[r], rstd[r] = float32(mu[r]), float32(1/math.Sqrt(ss/float64(d)+eps))
+	}
+	return mean, rstd
+}
+
 func (cpuBackend) LayerNormBackward(dx, dgamma, dbeta, gy, x, mean, rstd, gamma *Tensor) {
 	x, gy, mean, rstd = x.Contiguous(), gy.Contiguous(), mean.Contiguous(), rstd.Contiguous()
 	if gamma != nil {
@@ -428,6 +447,13 @@ func attentionRange[T float](j *job, lo, hi int) {
 // It returns the row maximum m and Σ exp(row - m) over the kept entries
 // (-Inf and 0 for a row with nothing kept): log-sum-exp = m + log(sum).
 func maskedSoftmaxRow[T float](row, keep []T) (m T, sum float64) {
+	if keep != nil && useAVX512 && is32[T]() && len(row) >= 16 {
+		// The same operations in one call (an attention head's rows are
+		// short: the calls cost as much as the arithmetic).
+		r := f32s(row)
+		mm, s := softmaxRowAVX512(&r[0], &f32s(keep)[:len(row)][0], len(row))
+		return T(mm), s
+	}
 	m = T(math.Inf(-1))
 	simd := useSIMD && is32[T]() && len(row) >= 8
 	switch {

@@ -61,6 +61,8 @@ func layerNormModRange[T float](j *job, lo, hi int) {
 	d, rows := j.n[0], j.n[1]
 	eps := j.f[0]
 	simd := (gamma == nil) == (beta == nil) && is32[T]() && useSIMD
+	var m4, s4 [4]float32 // the statistics of rows r4..r4+3
+	r4 := -4
 	for r := lo; r < hi; r++ {
 		yr, xr := y[r*d:(r+1)*d], x[r*d:(r+1)*d]
 		g := r / rows
@@ -68,8 +70,17 @@ func layerNormModRange[T float](j *job, lo, hi int) {
 		var m, s T
 		if simd {
 			// One pass: normalise and modulate as the loops below do,
-			// the last d%8 elements by those loops.
-			m, s = layerNormStats(xr, eps)
+			// the last d%8 elements by those loops. The statistics come
+			// four rows at a time where they can.
+			if r >= r4+4 && r+4 <= hi && d%4 == 0 {
+				r4 = r
+				m4, s4 = layerNormStats4(f32s(x[r*d:(r+4)*d]), d, eps)
+			}
+			if r < r4+4 {
+				m, s = T(m4[r-r4]), T(s4[r-r4])
+			} else {
+				m, s = layerNormStats(xr, eps)
+			}
 			var i int
 			if gamma == nil {
 				i = lnModSIMD(f32s(yr), f32s(xr), f32s(sh), f32s(sc), float32(m), float32(s))

@@ -4,6 +4,7 @@ package tensor
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -59,6 +60,81 @@ func TestGELUAVX512(t *testing.T) {
 			for i := n; i < n+pad; i++ {
 				if got[i] != sentinel {
 					t.Fatalf("grad %v n %d: element %d past the end was written", grad, n, i)
+				}
+			}
+		}
+	}
+}
+
+// TestSoftmaxRowAVX512 checks that the fused AVX-512 softmax row gives the
+// bits (row, maximum and sum) of maskedSoftmaxRow's AVX2 path (masked
+// maximum, exponentials with their float64 sum, scaling), for every row
+// length up to 70 and the attention's 64, with masks that keep all, some
+// and none of the entries, and with large, tiny and infinite scores; and
+// that it writes nothing past n.
+func TestSoftmaxRowAVX512(t *testing.T) {
+	if !cpuHasAVX512 {
+		t.Skip("the CPU lacks AVX-512F/DQ")
+	}
+	old := useAVX512
+	defer func() { useAVX512 = old }()
+	r := NewRNG(513)
+	const pad = 17
+	sentinel := float32(-777.25)
+	inf := float32(math.Inf(1))
+	for n := 16; n <= 70; n++ {
+		for trial := range 6 {
+			row := make([]float32, n)
+			keep := make([]float32, n)
+			for j := range row {
+				row[j] = float32(r.Normal() * 3)
+				keep[j] = 1
+				switch trial {
+				case 1: // a padded set: the last entries masked
+					if j >= n-n/3 {
+						keep[j] = 0
+					}
+				case 2: // scattered mask, extreme scores
+					if r.Intn(3) == 0 {
+						keep[j] = 0
+					}
+					row[j] *= 40
+				case 3: // nothing kept
+					keep[j] = 0
+				case 4: // -Inf scores among kept ones, one huge
+					if j%5 == 1 {
+						row[j] = -inf
+					}
+					if j == n/2 {
+						row[j] = 1e30
+					}
+				case 5: // only one entry kept
+					if j != n-1 {
+						keep[j] = 0
+					}
+				}
+			}
+			want := slices.Clone(row)
+			useAVX512 = false
+			wm, ws := maskedSoftmaxRow(want, keep)
+			got := make([]float32, n+pad)
+			copy(got, row)
+			for j := n; j < len(got); j++ {
+				got[j] = sentinel
+			}
+			useAVX512 = true
+			gm, gs := maskedSoftmaxRow(got[:n], keep)
+			if math.Float32bits(gm) != math.Float32bits(wm) || math.Float64bits(gs) != math.Float64bits(ws) {
+				t.Fatalf("n %d trial %d: m, sum = %v, %v; want %v, %v", n, trial, gm, gs, wm, ws)
+			}
+			for j := range want {
+				if math.Float32bits(got[j]) != math.Float32bits(want[j]) {
+					t.Fatalf("n %d trial %d: row[%d] = %v, want %v", n, trial, j, got[j], want[j])
+				}
+			}
+			for j := n; j < len(got); j++ {
+				if got[j] != sentinel {
+					t.Fatalf("n %d trial %d: element %d past the end was written", n, trial, j)
 				}
 			}
 		}

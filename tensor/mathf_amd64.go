@@ -41,6 +41,12 @@ func geluAVX512(d, a *float32, n int)
 //go:noescape
 func geluGradAVX512(d, a, gy *float32, n int)
 
+// softmaxRowAVX512 is maskedSoftmaxRow for a float32 row with a key mask
+// (n >= 1) in one call, with its bits (cpuHasAVX512).
+//
+//go:noescape
+func softmaxRowAVX512(row, keep *float32, n int) (m float32, sum float64)
+
 //go:noescape
 func siluGradAVX2(d, a, gy *float32, n int)
 

@@ -786,3 +786,176 @@ tail:
 done:
 	VZEROUPPER
 	RET
+
+// EXPCORE512 is EXPCORE on Z registers (Z13 = 1).
+#define EXPCORE512(xx, nn, pp, tt) \
+	VMULPS.BCST mfLog2e<>(SB), xx, nn; \
+	VRNDSCALEPS $0, nn, nn; \
+	VFNMADD231PS.BCST mfLn2Hi<>(SB), nn, xx; \
+	VFNMADD231PS.BCST mfLn2Lo<>(SB), nn, xx; \
+	EXPM1POLY512(xx, pp, tt); \
+	VADDPS Z13, pp, pp; \
+	EXPSCALE512(nn, pp, tt)
+
+// SOFTMAXMAXBODY512 sets the lanes of Z0 (row) whose keep (Z1) is 0 to
+// -Inf (Z7) and folds Z0 into the running maximum Z5 (maskedMaxAVX2's
+// operations). Z6 = 0.
+#define SOFTMAXMAXBODY512 \
+	VCMPPS $0, Z6, Z1, K1; \
+	VMOVAPS Z7, K1, Z0; \
+	VMAXPS Z5, Z0, Z5
+
+// SOFTMAXEXPBODY512 sets Z3 = exp(Z0 - m) (m in Z11; expSubAVX2's
+// operations) and adds its lanes, as float64, to Z9: the low eight first,
+// then the high eight, which is the order of expSubAVX2's two four-lane
+// accumulators (Z9 lanes 0-3 and 4-7) over its eight-lane blocks.
+#define SOFTMAXEXPBODY512 \
+	VSUBPS Z11, Z0, Z0; \
+	VMAXPS Z0, Z14, Z0; \
+	VMINPS Z0, Z15, Z0; \
+	EXPCORE512(Z0, Z1, Z3, Z2)
+
+#define SOFTMAXEXPSUM512 \
+	VCVTPS2PD Y3, Z4; \
+	VADDPD Z4, Z9, Z9; \
+	VEXTRACTF32X8 $1, Z3, Y4; \
+	VCVTPS2PD Y4, Z4; \
+	VADDPD Z4, Z9, Z9
+
+// func softmaxRowAVX512(row, keep *float32, n int) (m float32, sum float64)
+//
+// The whole of maskedSoftmaxRow for a float32 row with a key mask, in one
+// call and with its bits: keep == 0 sets an entry to -Inf; m is the
+// maximum; a row with no finite maximum (m = -Inf) is zeroed with sum 0;
+// otherwise row[j] = exp(row[j]-m)·float32(1/sum) with sum = Σ exp(row[j]-m)
+// in float64. n >= 1.
+TEXT ·softmaxRowAVX512(SB), NOSPLIT, $0-40
+	MOVQ row+0(FP), DI
+	MOVQ keep+8(FP), DX
+	MOVQ n+16(FP), CX
+	VBROADCASTSS mfNegInf<>(SB), Z7
+	VMOVAPS Z7, Z5
+	VPXORD Z6, Z6, Z6
+	// K2: the lanes of the last, partial block (all 16 if n%16 == 0).
+	MOVQ CX, R8
+	ANDQ $15, R8
+	MOVL $0xffff, AX
+	TESTQ R8, R8
+	JZ fullmask
+	MOVL $1, AX
+	MOVQ R8, CX
+	SHLL CX, AX
+	DECL AX
+fullmask:
+	KMOVW AX, K2
+	MOVQ n+16(FP), CX
+	// BX: the blocks of 16 before the last block (partial or full).
+	MOVQ CX, BX
+	DECQ BX
+	SHRQ $4, BX
+
+	// Pass 1: mask and maximum.
+	MOVQ DI, SI
+	MOVQ DX, R9
+	MOVQ BX, R10
+	TESTQ R10, R10
+	JZ maxlast
+maxloop:
+	VMOVUPS (SI), Z0
+	VMOVUPS (R9), Z1
+	SOFTMAXMAXBODY512
+	VMOVUPS Z0, (SI)
+	ADDQ $64, SI
+	ADDQ $64, R9
+	DECQ R10
+	JNZ maxloop
+maxlast:
+	VMOVUPS.Z (SI), K2, Z0
+	VMOVUPS.Z (R9), K2, Z1
+	VCMPPS $0, Z6, Z1, K1
+	VMOVAPS Z7, K1, Z0
+	VMOVUPS Z0, K2, (SI)
+	VMAXPS Z5, Z0, Z5 // the lanes past n hold -Inf: their keep read as 0
+	// Reduce the maximum over the lanes.
+	VEXTRACTF32X8 $1, Z5, Y1
+	VMAXPS Y5, Y1, Y5
+	VEXTRACTF128 $1, Y5, X1
+	VMAXPS X5, X1, X5
+	VPERMILPS $0x4E, X5, X1
+	VMAXPS X5, X1, X5
+	VPERMILPS $0xB1, X5, X1
+	VMAXPS X5, X1, X5
+	VMOVSS X5, m+24(FP)
+	VUCOMISS X7, X5
+	JNE finite
+	JP finite
+	// m = -Inf: the row is zero, the sum 0.
+	MOVQ $0, sum+32(FP)
+	MOVQ DI, SI
+	MOVQ BX, R10
+	TESTQ R10, R10
+	JZ zerolast
+zeroloop:
+	VMOVUPS Z6, (SI)
+	ADDQ $64, SI
+	DECQ R10
+	JNZ zeroloop
+zerolast:
+	VMOVUPS Z6, K2, (SI)
+	VZEROUPPER
+	RET
+
+finite:
+	// Pass 2: exponentials and their float64 sum.
+	VBROADCASTSS X5, Z11
+	VBROADCASTSS mfExpLo<>(SB), Z14
+	VBROADCASTSS mfExpHi<>(SB), Z15
+	VBROADCASTSS mfOne<>(SB), Z13
+	VXORPD Z9, Z9, Z9
+	MOVQ DI, SI
+	MOVQ BX, R10
+	TESTQ R10, R10
+	JZ explast
+exploop:
+	VMOVUPS (SI), Z0
+	SOFTMAXEXPBODY512
+	VMOVUPS Z3, (SI)
+	SOFTMAXEXPSUM512
+	ADDQ $64, SI
+	DECQ R10
+	JNZ exploop
+explast:
+	VMOVUPS.Z (SI), K2, Z0
+	SOFTMAXEXPBODY512
+	VMOVAPS.Z Z3, K2, Z3
+	VMOVUPS Z3, K2, (SI)
+	SOFTMAXEXPSUM512
+	// sum: lanes 0-3 plus lanes 4-7, then EXPSUMRET's reduction.
+	VEXTRACTF64X4 $1, Z9, Y10
+	VADDPD Y10, Y9, Y9
+	VEXTRACTF128 $1, Y9, X10
+	VADDPD X10, X9, X9
+	VHADDPD X9, X9, X9
+	MOVSD X9, sum+32(FP)
+
+	// Pass 3: row *= float32(1/sum).
+	MOVSD $1.0, X10
+	VDIVSD X9, X10, X10
+	VCVTSD2SS X10, X10, X10
+	VBROADCASTSS X10, Z10
+	MOVQ DI, SI
+	MOVQ BX, R10
+	TESTQ R10, R10
+	JZ scalelast
+scaleloop:
+	VMULPS (SI), Z10, Z0
+	VMOVUPS Z0, (SI)
+	ADDQ $64, SI
+	DECQ R10
+	JNZ scaleloop
+scalelast:
+	VMOVUPS.Z (SI), K2, Z0
+	VMULPS Z10, Z0, Z0
+	VMOVUPS Z0, K2, (SI)
+	VZEROUPPER
+	RET

@@ -27,6 +27,8 @@ func sumExpSub32SIMD(x []float32, m float32) float64    { panic(errNoSIMD) }
 func scaleVec32SIMD(d, a []float32, s float32)          { panic(errNoSIMD) }
 func addScalarVec32SIMD(d, a []float32, s float32)      { panic(errNoSIMD) }
 func maskedMax32SIMD(row, keep []float32) float32       { panic(errNoSIMD) }
+
+func softmaxRowAVX512(row, keep *float32, n int) (m float32, sum float64) { panic(errNoSIMD) }
 func arithVec32SIMD(op BinaryOp, d, a, b []float32, alpha float32) bool {
 	panic(errNoSIMD)
 }
@@ -36,8 +38,12 @@ const simdBuilt = false
 
 // The LayerNorm row kernels of norm_amd64.go.
 
-func sum4SIMD(x []float32, acc *[4]float64) int                       { panic(errNoSIMD) }
-func sumSqDev4SIMD(x []float32, mu float64, acc *[4]float64) int      { panic(errNoSIMD) }
+func sum4SIMD(x []float32, acc *[4]float64) int                  { panic(errNoSIMD) }
+func sumSqDev4SIMD(x []float32, mu float64, acc *[4]float64) int { panic(errNoSIMD) }
+func sum4x4SIMD(x []float32, d int, acc *[16]float64)            { panic(errNoSIMD) }
+func sumSqDev4x4SIMD(x []float32, d int, mu *[4]float64, acc *[16]float64) {
+	panic(errNoSIMD)
+}
 func lnScaleSIMD(y, x []float32, m, s float32) int                    { panic(errNoSIMD) }
 func lnModSIMD(y, x, shift, scale []float32, m, s float32) int        { panic(errNoSIMD) }
 func lnModBackSIMD(gu, gy, scale []float32, ssh, ssc []float64) int   { panic(errNoSIMD) }

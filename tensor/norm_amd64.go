@@ -13,6 +13,12 @@ func sum4AVX2(x *float32, n int, acc *[4]float64)
 func sumSqDev4AVX2(x *float32, n int, mu float64, acc *[4]float64)
 
 //go:noescape
+func sum4x4AVX2(x *float32, ld, n int, acc *[16]float64)
+
+//go:noescape
+func sumSqDev4x4AVX2(x *float32, ld, n int, mu *[4]float64, acc *[16]float64)
+
+//go:noescape
 func lnScaleAVX2(y, x *float32, n int, m, s float32)
 
 //go:noescape
@@ -35,6 +41,24 @@ func sum4SIMD(x []float32, acc *[4]float64) int {
 		sum4AVX2(&x[0], n, acc)
 	}
 	return n
+}
+
+// sum4x4SIMD is sum4SIMD on the four rows x[r*d:(r+1)*d] at once, row r
+// into acc[4r:4r+4]; d % 4 == 0.
+func sum4x4SIMD(x []float32, d int, acc *[16]float64) {
+	if d > 0 {
+		_ = x[4*d-1]
+		sum4x4AVX2(&x[0], d, d, acc)
+	}
+}
+
+// sumSqDev4x4SIMD is sumSqDev4SIMD on the four rows x[r*d:(r+1)*d] at
+// once, row r about mu[r] into acc[4r:4r+4]; d % 4 == 0.
+func sumSqDev4x4SIMD(x []float32, d int, mu *[4]float64, acc *[16]float64) {
+	if d > 0 {
+		_ = x[4*d-1]
+		sumSqDev4x4AVX2(&x[0], d, d, mu, acc)
+	}
 }
 
 // sumSqDev4SIMD adds (x[i]-mu)² to acc[i%4] for the first len(x)&^3

@@ -388,3 +388,89 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func sum4x4AVX2(x *float32, ld, n int, acc *[16]float64)
+// sum4AVX2 on four rows at once (row r at x + r*ld): acc[4r+k] += x[r*ld+i]
+// for i ≡ k (mod 4), i ascending; n % 4 == 0. The rows' four chains are
+// independent, so they overlap where one row's chain waits on its adds.
+TEXT ·sum4x4AVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ ld+8(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	MOVQ n+16(FP), CX
+	MOVQ acc+24(FP), DI
+	VMOVUPD 0(DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	SHRQ $2, CX
+	JZ done
+loop:
+	VCVTPS2PD (SI), Y4
+	VADDPD Y4, Y0, Y0
+	VCVTPS2PD (SI)(R8*1), Y5
+	VADDPD Y5, Y1, Y1
+	VCVTPS2PD (SI)(R8*2), Y6
+	VADDPD Y6, Y2, Y2
+	VCVTPS2PD (SI)(R9*1), Y7
+	VADDPD Y7, Y3, Y3
+	ADDQ $16, SI
+	DECQ CX
+	JNZ loop
+done:
+	VMOVUPD Y0, 0(DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VZEROUPPER
+	RET
+
+// func sumSqDev4x4AVX2(x *float32, ld, n int, mu *[4]float64, acc *[16]float64)
+// sumSqDev4AVX2 on four rows at once (row r at x + r*ld, its mean mu[r]):
+// acc[4r+k] += (x[r*ld+i] - mu[r])² for i ≡ k (mod 4); n % 4 == 0.
+TEXT ·sumSqDev4x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ ld+8(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9
+	MOVQ n+16(FP), CX
+	MOVQ mu+24(FP), AX
+	VBROADCASTSD 0(AX), Y8
+	VBROADCASTSD 8(AX), Y9
+	VBROADCASTSD 16(AX), Y10
+	VBROADCASTSD 24(AX), Y11
+	MOVQ acc+32(FP), DI
+	VMOVUPD 0(DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	SHRQ $2, CX
+	JZ done
+loop:
+	VCVTPS2PD (SI), Y4
+	VSUBPD Y8, Y4, Y4
+	VMULPD Y4, Y4, Y4
+	VADDPD Y4, Y0, Y0
+	VCVTPS2PD (SI)(R8*1), Y5
+	VSUBPD Y9, Y5, Y5
+	VMULPD Y5, Y5, Y5
+	VADDPD Y5, Y1, Y1
+	VCVTPS2PD (SI)(R8*2), Y6
+	VSUBPD Y10, Y6, Y6
+	VMULPD Y6, Y6, Y6
+	VADDPD Y6, Y2, Y2
+	VCVTPS2PD (SI)(R9*1), Y7
+	VSUBPD Y11, Y7, Y7
+	VMULPD Y7, Y7, Y7
+	VADDPD Y7, Y3, Y3
+	ADDQ $16, SI
+	DECQ CX
+	JNZ loop
+done:
+	VMOVUPD Y0, 0(DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VZEROUPPER
+	RET
