@@ -32,7 +32,7 @@ func BenchmarkMicroKernel(b *testing.B) {
 			ap, bp := randSlice32(kc*kn.mr, rng), randSlice32(kc*kn.nr, rng)
 			c := make([]float32, kn.mr*kn.nr)
 			for b.Loop() {
-				kn.fn(kc, &ap[0], &bp[0], &c[0], kn.nr, 1, 1)
+				kn.fn(kc, &ap[0], &bp[0], &c[0], kn.nr, 1, 1, nil)
 			}
 			reportGFLOPS(b, kn.mr, kn.nr, kc)
 		})
@@ -49,7 +49,7 @@ func BenchmarkMicroKernelAllCores(b *testing.B) {
 		ap, bp := randSlice32(kc*kn.mr, rng), randSlice32(kc*kn.nr, rng)
 		c := make([]float32, kn.mr*kn.nr)
 		for pb.Next() {
-			kn.fn(kc, &ap[0], &bp[0], &c[0], kn.nr, 1, 1)
+			kn.fn(kc, &ap[0], &bp[0], &c[0], kn.nr, 1, 1, nil)
 		}
 	})
 	reportGFLOPS(b, kn.mr, kn.nr, kc)

@@ -448,8 +448,8 @@ func (j *job[T]) serial(c []T, ldc int, ap, bp, tile []T, k0, k1 int, beta T, bi
 // pc..pc+kcur of op(A)) by B micro-panels
 // q0..q1 of the packed block starting at column jc, into c (C itself, or a
 // k slice's partial product; row stride ldc). A non-nil bias
-// (then beta == 0) is copied into each full tile of C just before the kernel
-// accumulates onto it, while the tile is in cache, and added to edge tiles.
+// (then beta == 0) is added by the kernel to each full tile of C (C is not
+// read) and by mergeTile to edge tiles.
 //
 // With j.directA, A is not packed: the kernel reads the full strips of mr
 // rows in place (columns pc..pc+kcur), and macro packs a last, partial
@@ -459,9 +459,15 @@ func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0,
 	mr, nr := kn.mr, kn.nr
 	alpha := j.alpha
 	full := mcur // rows in full strips read in place (directA)
+	// back: with directA, the last, partial strip is computed as the full
+	// strip of the mr rows of A ending with it (rows it shares with the
+	// strip before are computed twice, with the same bits, and only its
+	// own rows are merged), when A has that many rows; else it is packed.
+	back := false
 	if j.directA {
 		full = mcur / mr * mr
-		if full < mcur {
+		back = full < mcur && ic+mcur >= mr
+		if full < mcur && !back {
 			j.packA(ap[:mr*kcur], ic+full, mcur-full, pc, kcur)
 		}
 	}
@@ -476,18 +482,22 @@ func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0,
 				ar := &j.a[row*j.lda+pc]
 				if nrc == nr {
 					if bias != nil {
-						bt := bias[col : col+nr]
-						for i := range mr {
-							copy(c[(row+i)*ldc+col:(row+i)*ldc+col+nr], bt)
-						}
-						kn.direct(kcur, ar, j.lda, &bq[0], &c[row*ldc+col], ldc, alpha, 1)
+						kn.direct(kcur, ar, j.lda, &bq[0], &c[row*ldc+col], ldc, alpha, 0, &bias[col])
 						continue
 					}
-					kn.direct(kcur, ar, j.lda, &bq[0], &c[row*ldc+col], ldc, alpha, beta)
+					kn.direct(kcur, ar, j.lda, &bq[0], &c[row*ldc+col], ldc, alpha, beta, nil)
 					continue
 				}
-				kn.direct(kcur, ar, j.lda, &bq[0], &tile[0], nr, 1, 0)
+				kn.direct(kcur, ar, j.lda, &bq[0], &tile[0], nr, 1, 0, nil)
 				j.mergeTile(c, ldc, tile, row, col, mrc, nrc, beta, bias)
+				continue
+			}
+			if back {
+				// The strip of rows ic+mcur-mr ..< ic+mcur; this one's
+				// mrc rows are its last.
+				start := ic + mcur - mr
+				kn.direct(kcur, &j.a[start*j.lda+pc], j.lda, &bq[0], &tile[0], nr, 1, 0, nil)
+				j.mergeTile(c, ldc, tile[(mr-mrc)*nr:], row, col, mrc, nrc, beta, bias)
 				continue
 			}
 			var aq []T
@@ -499,17 +509,13 @@ func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0,
 			if mrc == mr && nrc == nr {
 				// The whole tile lies inside C (checked by checkArgs).
 				if bias != nil {
-					bt := bias[col : col+nr]
-					for i := range mr {
-						copy(c[(row+i)*ldc+col:(row+i)*ldc+col+nr], bt)
-					}
-					kn.fn(kcur, &aq[0], &bq[0], &c[row*ldc+col], ldc, alpha, 1)
+					kn.fn(kcur, &aq[0], &bq[0], &c[row*ldc+col], ldc, alpha, 0, &bias[col])
 					continue
 				}
-				kn.fn(kcur, &aq[0], &bq[0], &c[row*ldc+col], ldc, alpha, beta)
+				kn.fn(kcur, &aq[0], &bq[0], &c[row*ldc+col], ldc, alpha, beta, nil)
 				continue
 			}
-			kn.fn(kcur, &aq[0], &bq[0], &tile[0], nr, 1, 0)
+			kn.fn(kcur, &aq[0], &bq[0], &tile[0], nr, 1, 0, nil)
 			j.mergeTile(c, ldc, tile, row, col, mrc, nrc, beta, bias)
 		}
 	}

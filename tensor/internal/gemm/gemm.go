@@ -20,12 +20,14 @@ type kernel[T scalar] struct {
 	small int64
 	// fn computes C = alpha*A*B + beta*C for one mr x nr tile from packed
 	// panels a (kc*mr values) and b (kc*nr values); see kernel_amd64.go.
-	fn func(kc int, a, b, c *T, ldc int, alpha, beta T)
+	// A non-nil bias (nr values) is added instead of beta*C (see
+	// kernel_amd64.go).
+	fn func(kc int, a, b, c *T, ldc int, alpha, beta T, bias *T)
 	// direct, if not nil, is fn reading A in place instead of from a
 	// packed panel: row i of the tile at a + i*lda (op(A) row-major, k
 	// contiguous), with the same bits as fn. The blocked path then skips
 	// packing A for products whose A is not transposed.
-	direct func(kc int, a *T, lda int, b, c *T, ldc int, alpha, beta T)
+	direct func(kc int, a *T, lda int, b, c *T, ldc int, alpha, beta T, bias *T)
 }
 
 // The kernels in use, chosen once at start-up.

@@ -209,7 +209,7 @@ func tableProblems() []problem {
 // the driver with the tile shapes of kernels this CPU cannot run.
 func naiveKernel[T scalar](name string, mr, nr, mc, kc, nc int) *kernel[T] {
 	return &kernel[T]{name: name, mr: mr, nr: nr, mc: mc, kc: kc, nc: nc,
-		fn: func(kc int, a, b, c *T, ldc int, alpha, beta T) {
+		fn: func(kc int, a, b, c *T, ldc int, alpha, beta T, bias *T) {
 			ap, bp := unsafe.Slice(a, kc*mr), unsafe.Slice(b, kc*nr)
 			cs := unsafe.Slice(c, (mr-1)*ldc+nr)
 			for i := range mr {
@@ -218,7 +218,9 @@ func naiveKernel[T scalar](name string, mr, nr, mc, kc, nc int) *kernel[T] {
 					for p := range kc {
 						s += ap[p*mr+i] * bp[p*nr+j]
 					}
-					if beta == 0 {
+					if bias != nil {
+						cs[i*ldc+j] = alpha*s + unsafe.Slice(bias, nr)[j]
+					} else if beta == 0 {
 						cs[i*ldc+j] = alpha * s
 					} else {
 						cs[i*ldc+j] = alpha*s + beta*cs[i*ldc+j]

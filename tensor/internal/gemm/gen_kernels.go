@@ -7,6 +7,7 @@
 //
 //	acc[i][j] = sum_{p<kc} a[p*MR+i] * b[p*NR+j]
 //	C[i][j]   = alpha*acc[i][j] + beta*C[i][j]   (beta == 0: C is not read)
+//	C[i][j]   = alpha*acc[i][j] + bias[j]         (bias != nil: C is not read)
 //
 // The accumulators live in vector registers, one register per row and vector
 // width of columns, so the packed A panel is broadcast element by element and
@@ -41,6 +42,7 @@ type spec struct {
 	bcast     string // broadcast mnemonic
 	fma       string // fused multiply-add mnemonic
 	mul       string // multiply mnemonic
+	add       string // add mnemonic
 	zero      string // xor mnemonic used to clear accumulators
 	comment   string
 	unroll    int
@@ -55,21 +57,21 @@ var specs = []spec{
 	{
 		name: "sgemmKernelAVX2", goType: "float32", elem: 4, mr: 6, vecs: 2, vecBytes: 32,
 		reg: "Y", bReg0: 12, aReg0: 14, aRegs: 2,
-		load: "VMOVUPS", bcast: "VBROADCASTSS", fma: "VFMADD231PS", mul: "VMULPS", zero: "VXORPS",
+		load: "VMOVUPS", bcast: "VBROADCASTSS", fma: "VFMADD231PS", mul: "VMULPS", add: "VADDPS", zero: "VXORPS",
 		comment: "6x16 float32 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.",
 		unroll:  4, betaMov: "MOVL", betaShift: "SHLL", direct: true,
 	},
 	{
 		name: "sgemmKernelAVX512", goType: "float32", elem: 4, mr: 12, vecs: 2, vecBytes: 64,
 		reg: "Z", bReg0: 24, aReg0: 26, aRegs: 4,
-		load: "VMOVUPS", bcast: "VBROADCASTSS", fma: "VFMADD231PS", mul: "VMULPS", zero: "VPXORD",
+		load: "VMOVUPS", bcast: "VBROADCASTSS", fma: "VFMADD231PS", mul: "VMULPS", add: "VADDPS", zero: "VPXORD",
 		comment: "12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.",
 		unroll:  4, betaMov: "MOVL", betaShift: "SHLL", direct: true,
 	},
 	{
 		name: "dgemmKernelAVX2", goType: "float64", elem: 8, mr: 6, vecs: 2, vecBytes: 32,
 		reg: "Y", bReg0: 12, aReg0: 14, aRegs: 2,
-		load: "VMOVUPD", bcast: "VBROADCASTSD", fma: "VFMADD231PD", mul: "VMULPD", zero: "VXORPD",
+		load: "VMOVUPD", bcast: "VBROADCASTSD", fma: "VFMADD231PD", mul: "VMULPD", add: "VADDPD", zero: "VXORPD",
 		comment: "6x8 float64 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.",
 		unroll:  4, betaMov: "MOVQ", betaShift: "SHLQ",
 	},
@@ -127,7 +129,8 @@ func gen(w *bytes.Buffer, s spec, direct bool) {
 		argAlpha = 48
 	}
 	argBeta := argAlpha + s.elem
-	frame := argBeta + s.elem
+	argBias := (argBeta + s.elem + 7) &^ 7
+	frame := argBias + 8
 	aAddr := func(k, i int) string {
 		if !direct {
 			return fmt.Sprintf("%d(AX)", k*aStep+i*s.elem)
@@ -141,9 +144,9 @@ func gen(w *bytes.Buffer, s spec, direct bool) {
 	fmt.Fprintf(w, "// %s\n", s.comment)
 	if direct {
 		fmt.Fprintf(w, "// Direct form: A is read in place, row i at a + i*lda.\n")
-		fmt.Fprintf(w, "//\n// func %s(kc int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s)\n", name, s.goType, s.goType, s.goType)
+		fmt.Fprintf(w, "//\n// func %s(kc int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s, bias *%s)\n", name, s.goType, s.goType, s.goType, s.goType)
 	} else {
-		fmt.Fprintf(w, "//\n// func %s(kc int, a, b, c *%s, ldc int, alpha, beta %s)\n", name, s.goType, s.goType)
+		fmt.Fprintf(w, "//\n// func %s(kc int, a, b, c *%s, ldc int, alpha, beta %s, bias *%s)\n", name, s.goType, s.goType, s.goType)
 	}
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", name, frame)
 	p("MOVQ kc+0(FP), CX")
@@ -243,6 +246,10 @@ func gen(w *bytes.Buffer, s spec, direct bool) {
 		r := fmt.Sprintf("%s%d", s.reg, i)
 		p("%s %s, %s, %s", s.mul, alphaReg, r, r)
 	}
+	p("// A bias (then beta is not used): C = acc + bias, C not read.")
+	p("MOVQ bias+%d(FP), R13", argBias)
+	p("TESTQ R13, R13")
+	p("JNE  addbias")
 	p("// beta == 0 (either sign) means C is written without being read.")
 	p("%s beta+%d(FP), R10", s.betaMov, argBeta)
 	p("%s $1, R10", s.betaShift)
@@ -261,6 +268,16 @@ func gen(w *bytes.Buffer, s spec, direct bool) {
 	}
 	p("VZEROUPPER")
 	p("RET")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "addbias:")
+	for v := 0; v < s.vecs; v++ {
+		p("%s %d(R13), %s%d", s.load, v*s.vecBytes, s.reg, s.bReg0+v)
+	}
+	for i := 0; i < s.mr; i++ {
+		for v := 0; v < s.vecs; v++ {
+			p("%s %s%d, %s, %s", s.add, s.reg, s.bReg0+v, acc(i, v), acc(i, v))
+		}
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "storeonly:")
 	for i := 0; i < s.mr; i++ {

@@ -12,12 +12,14 @@ import "golang.org/x/sys/cpu"
 //
 //	C[i][j] = alpha * sum_p a[p*mr+i]*b[p*nr+j] + beta*C[i][j]
 //
-// where C[i][j] is c[i*ldc+j]; beta == 0 writes C without reading it. kc may
-// be 0. The panels must hold kc*mr and kc*nr elements and C must hold the
+// where C[i][j] is c[i*ldc+j]; beta == 0 writes C without reading it. With
+// a bias (not nil: nr values), C[i][j] = alpha * sum + bias[j] instead, C
+// not read, with the bits of copying the bias into C and taking beta = 1.
+// kc may be 0. The panels must hold kc*mr and kc*nr elements and C must hold the
 // full tile: the caller checks, the kernels do not.
 
 //go:noescape
-func sgemmKernelAVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
+func sgemmKernelAVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32, bias *float32)
 
 // sgemmKernelAVX512 is the 12x32 AVX-512F kernel.
 //
@@ -34,10 +36,10 @@ func sgemmKernelAVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
 // GFLOP/s on one core, BenchmarkMicroKernel).
 //
 //go:noescape
-func sgemmKernelAVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
+func sgemmKernelAVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, bias *float32)
 
 //go:noescape
-func dgemmKernelAVX2(kc int, a, b, c *float64, ldc int, alpha, beta float64)
+func dgemmKernelAVX2(kc int, a, b, c *float64, ldc int, alpha, beta float64, bias *float64)
 
 // sgemmKernelAVX2Direct and sgemmKernelAVX512Direct are the float32 kernels
 // in direct form: they read the tile's rows of A in place, row i at
@@ -45,10 +47,10 @@ func dgemmKernelAVX2(kc int, a, b, c *float64, ldc int, alpha, beta float64)
 // same operations in the same order, so the same bits.
 //
 //go:noescape
-func sgemmKernelAVX2Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+func sgemmKernelAVX2Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
 
 //go:noescape
-func sgemmKernelAVX512Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
+func sgemmKernelAVX512Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
 
 // kernelAddrs returns the entry addresses of the assembly kernels, for
 // TestEmulatedKernels.

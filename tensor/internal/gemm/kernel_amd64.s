@@ -6,8 +6,8 @@
 
 // 6x16 float32 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.
 //
-// func sgemmKernelAVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32)
-TEXT ·sgemmKernelAVX2(SB), NOSPLIT, $0-48
+// func sgemmKernelAVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32, bias *float32)
+TEXT ·sgemmKernelAVX2(SB), NOSPLIT, $0-56
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -185,6 +185,10 @@ epilogue:
 	VMULPS Y12, Y9, Y9
 	VMULPS Y12, Y10, Y10
 	VMULPS Y12, Y11, Y11
+	// A bias (then beta is not used): C = acc + bias, C not read.
+	MOVQ bias+48(FP), R13
+	TESTQ R13, R13
+	JNE  addbias
 	// beta == 0 (either sign) means C is written without being read.
 	MOVL beta+44(FP), R10
 	SHLL $1, R10
@@ -222,6 +226,22 @@ epilogue:
 	VZEROUPPER
 	RET
 
+addbias:
+	VMOVUPS 0(R13), Y12
+	VMOVUPS 32(R13), Y13
+	VADDPS Y12, Y0, Y0
+	VADDPS Y13, Y1, Y1
+	VADDPS Y12, Y2, Y2
+	VADDPS Y13, Y3, Y3
+	VADDPS Y12, Y4, Y4
+	VADDPS Y13, Y5, Y5
+	VADDPS Y12, Y6, Y6
+	VADDPS Y13, Y7, Y7
+	VADDPS Y12, Y8, Y8
+	VADDPS Y13, Y9, Y9
+	VADDPS Y12, Y10, Y10
+	VADDPS Y13, Y11, Y11
+
 storeonly:
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
@@ -246,8 +266,8 @@ storeonly:
 // 6x16 float32 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.
 // Direct form: A is read in place, row i at a + i*lda.
 //
-// func sgemmKernelAVX2Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
-TEXT ·sgemmKernelAVX2Direct(SB), NOSPLIT, $0-56
+// func sgemmKernelAVX2Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
+TEXT ·sgemmKernelAVX2Direct(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R11
@@ -431,6 +451,10 @@ epilogue:
 	VMULPS Y12, Y9, Y9
 	VMULPS Y12, Y10, Y10
 	VMULPS Y12, Y11, Y11
+	// A bias (then beta is not used): C = acc + bias, C not read.
+	MOVQ bias+56(FP), R13
+	TESTQ R13, R13
+	JNE  addbias
 	// beta == 0 (either sign) means C is written without being read.
 	MOVL beta+52(FP), R10
 	SHLL $1, R10
@@ -468,6 +492,22 @@ epilogue:
 	VZEROUPPER
 	RET
 
+addbias:
+	VMOVUPS 0(R13), Y12
+	VMOVUPS 32(R13), Y13
+	VADDPS Y12, Y0, Y0
+	VADDPS Y13, Y1, Y1
+	VADDPS Y12, Y2, Y2
+	VADDPS Y13, Y3, Y3
+	VADDPS Y12, Y4, Y4
+	VADDPS Y13, Y5, Y5
+	VADDPS Y12, Y6, Y6
+	VADDPS Y13, Y7, Y7
+	VADDPS Y12, Y8, Y8
+	VADDPS Y13, Y9, Y9
+	VADDPS Y12, Y10, Y10
+	VADDPS Y13, Y11, Y11
+
 storeonly:
 	VMOVUPS Y0, 0(DI)
 	VMOVUPS Y1, 32(DI)
@@ -491,8 +531,8 @@ storeonly:
 
 // 12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.
 //
-// func sgemmKernelAVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32)
-TEXT ·sgemmKernelAVX512(SB), NOSPLIT, $0-48
+// func sgemmKernelAVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, bias *float32)
+TEXT ·sgemmKernelAVX512(SB), NOSPLIT, $0-56
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -814,6 +854,10 @@ epilogue:
 	VMULPS Z24, Z21, Z21
 	VMULPS Z24, Z22, Z22
 	VMULPS Z24, Z23, Z23
+	// A bias (then beta is not used): C = acc + bias, C not read.
+	MOVQ bias+48(FP), R13
+	TESTQ R13, R13
+	JNE  addbias
 	// beta == 0 (either sign) means C is written without being read.
 	MOVL beta+44(FP), R10
 	SHLL $1, R10
@@ -881,6 +925,34 @@ epilogue:
 	VZEROUPPER
 	RET
 
+addbias:
+	VMOVUPS 0(R13), Z24
+	VMOVUPS 64(R13), Z25
+	VADDPS Z24, Z0, Z0
+	VADDPS Z25, Z1, Z1
+	VADDPS Z24, Z2, Z2
+	VADDPS Z25, Z3, Z3
+	VADDPS Z24, Z4, Z4
+	VADDPS Z25, Z5, Z5
+	VADDPS Z24, Z6, Z6
+	VADDPS Z25, Z7, Z7
+	VADDPS Z24, Z8, Z8
+	VADDPS Z25, Z9, Z9
+	VADDPS Z24, Z10, Z10
+	VADDPS Z25, Z11, Z11
+	VADDPS Z24, Z12, Z12
+	VADDPS Z25, Z13, Z13
+	VADDPS Z24, Z14, Z14
+	VADDPS Z25, Z15, Z15
+	VADDPS Z24, Z16, Z16
+	VADDPS Z25, Z17, Z17
+	VADDPS Z24, Z18, Z18
+	VADDPS Z25, Z19, Z19
+	VADDPS Z24, Z20, Z20
+	VADDPS Z25, Z21, Z21
+	VADDPS Z24, Z22, Z22
+	VADDPS Z25, Z23, Z23
+
 storeonly:
 	VMOVUPS Z0, 0(DI)
 	VMOVUPS Z1, 64(DI)
@@ -923,8 +995,8 @@ storeonly:
 // 12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.
 // Direct form: A is read in place, row i at a + i*lda.
 //
-// func sgemmKernelAVX512Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32)
-TEXT ·sgemmKernelAVX512Direct(SB), NOSPLIT, $0-56
+// func sgemmKernelAVX512Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
+TEXT ·sgemmKernelAVX512Direct(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R11
@@ -1254,6 +1326,10 @@ epilogue:
 	VMULPS Z24, Z21, Z21
 	VMULPS Z24, Z22, Z22
 	VMULPS Z24, Z23, Z23
+	// A bias (then beta is not used): C = acc + bias, C not read.
+	MOVQ bias+56(FP), R13
+	TESTQ R13, R13
+	JNE  addbias
 	// beta == 0 (either sign) means C is written without being read.
 	MOVL beta+52(FP), R10
 	SHLL $1, R10
@@ -1321,6 +1397,34 @@ epilogue:
 	VZEROUPPER
 	RET
 
+addbias:
+	VMOVUPS 0(R13), Z24
+	VMOVUPS 64(R13), Z25
+	VADDPS Z24, Z0, Z0
+	VADDPS Z25, Z1, Z1
+	VADDPS Z24, Z2, Z2
+	VADDPS Z25, Z3, Z3
+	VADDPS Z24, Z4, Z4
+	VADDPS Z25, Z5, Z5
+	VADDPS Z24, Z6, Z6
+	VADDPS Z25, Z7, Z7
+	VADDPS Z24, Z8, Z8
+	VADDPS Z25, Z9, Z9
+	VADDPS Z24, Z10, Z10
+	VADDPS Z25, Z11, Z11
+	VADDPS Z24, Z12, Z12
+	VADDPS Z25, Z13, Z13
+	VADDPS Z24, Z14, Z14
+	VADDPS Z25, Z15, Z15
+	VADDPS Z24, Z16, Z16
+	VADDPS Z25, Z17, Z17
+	VADDPS Z24, Z18, Z18
+	VADDPS Z25, Z19, Z19
+	VADDPS Z24, Z20, Z20
+	VADDPS Z25, Z21, Z21
+	VADDPS Z24, Z22, Z22
+	VADDPS Z25, Z23, Z23
+
 storeonly:
 	VMOVUPS Z0, 0(DI)
 	VMOVUPS Z1, 64(DI)
@@ -1362,8 +1466,8 @@ storeonly:
 
 // 6x8 float64 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.
 //
-// func dgemmKernelAVX2(kc int, a, b, c *float64, ldc int, alpha, beta float64)
-TEXT ·dgemmKernelAVX2(SB), NOSPLIT, $0-56
+// func dgemmKernelAVX2(kc int, a, b, c *float64, ldc int, alpha, beta float64, bias *float64)
+TEXT ·dgemmKernelAVX2(SB), NOSPLIT, $0-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -1541,6 +1645,10 @@ epilogue:
 	VMULPD Y12, Y9, Y9
 	VMULPD Y12, Y10, Y10
 	VMULPD Y12, Y11, Y11
+	// A bias (then beta is not used): C = acc + bias, C not read.
+	MOVQ bias+56(FP), R13
+	TESTQ R13, R13
+	JNE  addbias
 	// beta == 0 (either sign) means C is written without being read.
 	MOVQ beta+48(FP), R10
 	SHLQ $1, R10
@@ -1577,6 +1685,22 @@ epilogue:
 	VMOVUPD Y11, 32(DI)
 	VZEROUPPER
 	RET
+
+addbias:
+	VMOVUPD 0(R13), Y12
+	VMOVUPD 32(R13), Y13
+	VADDPD Y12, Y0, Y0
+	VADDPD Y13, Y1, Y1
+	VADDPD Y12, Y2, Y2
+	VADDPD Y13, Y3, Y3
+	VADDPD Y12, Y4, Y4
+	VADDPD Y13, Y5, Y5
+	VADDPD Y12, Y6, Y6
+	VADDPD Y13, Y7, Y7
+	VADDPD Y12, Y8, Y8
+	VADDPD Y13, Y9, Y9
+	VADDPD Y12, Y10, Y10
+	VADDPD Y13, Y11, Y11
 
 storeonly:
 	VMOVUPD Y0, 0(DI)

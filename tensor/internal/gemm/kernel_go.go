@@ -19,9 +19,9 @@ var (
 // goKernel2x4 computes C = alpha*A*B + beta*C for one 2x4 tile from packed
 // panels a (kc x 2: column p at a[2p:2p+2]) and b (kc x 4: row p at
 // b[4p:4p+4]); C[i][j] is c[i*ldc+j]. beta == 0 writes C without reading
-// it. The tile is small so that its 8 accumulators and the 6 values loaded
+// it; a non-nil bias gives C = alpha*A*B + bias, C not read. The tile is small so that its 8 accumulators and the 6 values loaded
 // per step stay in the 15 float registers Go allocates on amd64.
-func goKernel2x4[T scalar](kc int, a, b, c *T, ldc int, alpha, beta T) {
+func goKernel2x4[T scalar](kc int, a, b, c *T, ldc int, alpha, beta T, bias *T) {
 	ap := unsafe.Slice(a, 2*kc)
 	bp := unsafe.Slice(b, 4*kc)
 	var c00, c01, c02, c03 T
@@ -62,8 +62,24 @@ func goKernel2x4[T scalar](kc int, a, b, c *T, ldc int, alpha, beta T) {
 		c13 += a1 * b3
 	}
 	cs := unsafe.Slice(c, ldc+4)
+	if bias != nil {
+		bs := unsafe.Slice(bias, 4)
+		storeBias4(cs[0:4:4], alpha, bs, c00, c01, c02, c03)
+		storeBias4(cs[ldc:ldc+4:ldc+4], alpha, bs, c10, c11, c12, c13)
+		return
+	}
 	store4(cs[0:4:4], alpha, beta, c00, c01, c02, c03)
 	store4(cs[ldc:ldc+4:ldc+4], alpha, beta, c10, c11, c12, c13)
+}
+
+// storeBias4 writes row = alpha*(x0..x3) + bias, the operations of store4
+// with beta = 1 on a row holding the bias.
+func storeBias4[T scalar](row []T, alpha T, bias []T, x0, x1, x2, x3 T) {
+	row, bias = row[:4:4], bias[:4:4]
+	row[0] = alpha*x0 + bias[0]
+	row[1] = alpha*x1 + bias[1]
+	row[2] = alpha*x2 + bias[2]
+	row[3] = alpha*x3 + bias[3]
 }
 
 // store4 writes row = alpha*(x0..x3) + beta*row, not reading row when beta == 0.

@@ -30,7 +30,7 @@ GPR64 = ["rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp"] + [f"r{i}" for 
 GPR32 = {"eax": "rax", "ebx": "rbx", "ecx": "rcx", "edx": "rdx", "esi": "rsi", "edi": "rdi"}
 GPR32.update({f"r{i}d": f"r{i}" for i in range(8, 16)})
 
-SP, A, B, C = 0x1000, 0x10000, 0x40000, 0x70000
+SP, A, B, C, BIAS = 0x1000, 0x10000, 0x40000, 0x70000, 0x98000
 MEMSIZE = 0xA0000
 
 
@@ -175,13 +175,19 @@ class Machine:
                 x, y, acc = self.src(s2, n), self.src(s1, n), self.vec[r]
                 fma = mn.startswith("vfmadd")
                 self.setvec(d, [self.rnd(y[k] * x[k] + (acc[k] if fma else 0.0)) for k in range(n)])
+            elif mn in ("vaddps", "vaddpd"):
+                s2, s1, d = args
+                n = self.lanes(d)[1]
+                x, y = self.src(s2, n), self.src(s1, n)
+                self.setvec(d, [self.rnd(y[k] + x[k]) for k in range(n)])
             else:
                 raise RuntimeError(f"unsupported instruction at {addr:#x}: {mn} {args}")
         raise RuntimeError("runaway loop")
 
 
-def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None):
-    """Runs one call; lda (direct form) lays row i of A out at i*lda, else A is a packed panel."""
+def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None, with_bias=False):
+    """Runs one call; lda (direct form) lays row i of A out at i*lda, else A is a packed panel.
+    with_bias passes a bias of nr values (then C = alpha*A*B + bias, C not read)."""
     m = Machine(elem)
     a = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * mr if lda is None else mr * lda)]
     b = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * nr)]
@@ -196,6 +202,10 @@ def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None):
         struct.pack_into("<q", m.mem, SP + 8 + 8 * i, v)
     struct.pack_into(m.fmt, m.mem, SP + 8 + 8 * len(ints), alpha)
     struct.pack_into(m.fmt, m.mem, SP + 8 + 8 * len(ints) + elem, beta)
+    bias = [m.rnd(rng.uniform(-1, 1)) for _ in range(nr)] if with_bias else None
+    for j, v in enumerate(bias or []):
+        struct.pack_into(m.fmt, m.mem, BIAS + j * elem, v)
+    struct.pack_into("<q", m.mem, SP + ((8 + 8 * len(ints) + 2 * elem + 7) & ~7), BIAS if with_bias else 0)
     m.gpr["rsp"] = SP
     m.run(code)
     eps = 2.0**-24 if elem == 4 else 2.0**-53
@@ -210,14 +220,18 @@ def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None):
                 continue
             prods = [a[p * mr + i if lda is None else i * lda + p] * b[p * nr + j] for p in range(kc)]
             cij = c[i * ldc + j] if beta != 0 else 0.0
-            want = alpha * sum(prods) + beta * cij
-            bound = (kc + 2) * eps * (abs(alpha) * sum(map(abs, prods)) + abs(beta * cij)) + 1e-300
+            if bias:
+                cij, beta_ = bias[j], 1.0
+            else:
+                beta_ = beta
+            want = alpha * sum(prods) + beta_ * cij
+            bound = (kc + 2) * eps * (abs(alpha) * sum(map(abs, prods)) + abs(beta_ * cij)) + 1e-300
             worst = max(worst, abs(got - want) / bound)
             if abs(got - want) > 2 * bound:
                 raise RuntimeError(f"kc={kc} alpha={alpha} beta={beta}: C[{i}][{j}] = {got}, want {want}")
     read_c = any(C <= r < C + mr * ldc * elem for r in m.reads)
-    if (beta == 0) == read_c:
-        raise RuntimeError(f"beta={beta}: C read = {read_c}")
+    if (beta == 0 or with_bias) == read_c:
+        raise RuntimeError(f"beta={beta} bias={with_bias}: C read = {read_c}")
     if any(not (C <= w < C + mr * ldc * elem) for w in m.writes):
         raise RuntimeError("store outside C")
     return worst
@@ -236,8 +250,9 @@ def main():
             for alpha, beta in ((1.0, 0.0), (-0.5, 0.0), (1.0, 1.0), (0.75, -1.5), (2.0, -0.0)):
                 for ldc in (nr, nr + 3):
                     lda = kc + ldc - nr + 2 if direct else None  # rows longer than kc
-                    worst = max(worst, trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda))
-                    n += 1
+                    for with_bias in (False, True):
+                        worst = max(worst, trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda, with_bias))
+                        n += 1
         print(f"{name}: {len(code)} instructions, {n} emulated calls match the reference "
               f"(worst error {worst:.3f} of the bound)")
 
