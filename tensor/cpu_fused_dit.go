@@ -287,10 +287,9 @@ func gateResidualRange[T float](j *job, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		g := r / rows
 		or, xr, hr, gt := o[r*d:(r+1)*d], x[r*d:(r+1)*d], h[r*d:(r+1)*d], gate[g*d:(g+1)*d]
-		if simd && &or[0] != &xr[0] {
-			// or = gt·hr, then or = xr + or: the loop's two roundings.
-			arithVec32SIMD(BinaryMul, f32s(or), f32s(gt), f32s(hr), 0)
-			arithVec32SIMD(BinaryAdd, f32s(or), f32s(xr), f32s(or), 0)
+		if simd {
+			// The loop's two roundings, in one pass.
+			gateResidualVec32SIMD(f32s(or), f32s(xr), f32s(gt), f32s(hr))
 			continue
 		}
 		for i := range or {

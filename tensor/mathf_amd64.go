@@ -41,6 +41,19 @@ func geluAVX512(d, a *float32, n int)
 //go:noescape
 func geluGradAVX512(d, a, gy *float32, n int)
 
+// gateResidualAVX2 sets o = x + gate·h, rounding the product and then the
+// sum (GateResidual's loop); o may be h.
+//
+//go:noescape
+func gateResidualAVX2(o, x, gate, h *float32, n int)
+
+// gateResidualVec32SIMD is gateResidualAVX2 on slices of equal length.
+func gateResidualVec32SIMD(o, x, g, h []float32) {
+	if n := len(o); n > 0 {
+		gateResidualAVX2(&o[0], &x[:n][0], &g[:n][0], &h[:n][0], n)
+	}
+}
+
 // softmaxRowAVX512 is maskedSoftmaxRow for a float32 row with a key mask
 // (n >= 1) in one call, with its bits (cpuHasAVX512).
 //

@@ -959,3 +959,42 @@ scalelast:
 	VMOVUPS Z0, K2, (SI)
 	VZEROUPPER
 	RET
+
+// func gateResidualAVX2(o, x, gate, h *float32, n int)
+// o = x + gate·h with two roundings (the product, then the sum), as the Go
+// loop; o may be h.
+TEXT ·gateResidualAVX2(SB), NOSPLIT, $0-40
+	MOVQ o+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ gate+16(FP), DX
+	MOVQ h+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ CX, BX
+	SHRQ $3, BX
+	ANDQ $7, CX
+	TESTQ BX, BX
+	JZ tail
+loop:
+	VMOVUPS (DX), Y0
+	VMULPS (R9), Y0, Y0
+	VADDPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, R9
+	ADDQ $32, DI
+	DECQ BX
+	JNZ loop
+tail:
+	TESTQ CX, CX
+	JZ done
+	TAILMASK
+	VMASKMOVPS (DX), Y12, Y0
+	VMASKMOVPS (R9), Y12, Y1
+	VMASKMOVPS (SI), Y12, Y2
+	VMULPS Y1, Y0, Y0
+	VADDPS Y2, Y0, Y0
+	VMASKMOVPS Y0, Y12, (DI)
+done:
+	VZEROUPPER
+	RET

@@ -28,6 +28,8 @@ func scaleVec32SIMD(d, a []float32, s float32)          { panic(errNoSIMD) }
 func addScalarVec32SIMD(d, a []float32, s float32)      { panic(errNoSIMD) }
 func maskedMax32SIMD(row, keep []float32) float32       { panic(errNoSIMD) }
 
+func gateResidualVec32SIMD(o, x, g, h []float32) { panic(errNoSIMD) }
+
 func softmaxRowAVX512(row, keep *float32, n int) (m float32, sum float64) { panic(errNoSIMD) }
 func arithVec32SIMD(op BinaryOp, d, a, b []float32, alpha float32) bool {
 	panic(errNoSIMD)
