@@ -31,8 +31,10 @@ func benchCases(b *testing.B) []benchCase {
 	}
 	small := dit.Config{Dim: 16, Width: 128, Depth: 4, Heads: 4, MLPRatio: 4, SelfCond: true, TimeFreqDim: 256, InitStd: 0.02}
 	return []benchCase{
-		{name: "T", cfg: t, sets: 256, torchFwd: 3.96, torchTrain: 20.1},
-		{name: "small", cfg: small, sets: 64, torchFwd: 0.28, torchTrain: 0.97, warmupTrain: true},
+		// PyTorch 1.13 (Debian, OpenBLAS), two threads, on the two-core
+		// Zen 5 development machine: scripts/bench_torch_dit.py T / small.
+		{name: "T", cfg: t, sets: 256, torchFwd: 2.40, torchTrain: 6.77},
+		{name: "small", cfg: small, sets: 64, torchFwd: 0.080, torchTrain: 0.279, warmupTrain: true},
 	}
 }
 
