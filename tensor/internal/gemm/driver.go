@@ -563,8 +563,14 @@ func (j *job[T]) packA(dst []T, ic, mcur, pc, kcur int) {
 		full := mcur / mr
 		for p := range kcur {
 			src := a[(pc+p)*lda+ic : (pc+p)*lda+ic+mcur]
-			for r := range full {
-				copy(dst[r*mr*kcur+p*mr:r*mr*kcur+p*mr+mr], src[r*mr:r*mr+mr])
+			if d32, ok := any(dst).([]float32); ok && mr == 12 {
+				// The AVX-512 tile: copies of a fixed size, which compile
+				// to vector moves where the generic copy calls memmove.
+				copyRuns12(d32, mr*kcur, p*mr, any(src).([]float32), full)
+			} else {
+				for r := range full {
+					copy(dst[r*mr*kcur+p*mr:r*mr*kcur+p*mr+mr], src[r*mr:r*mr+mr])
+				}
 			}
 			if full < panels {
 				h := mcur - full*mr
@@ -619,6 +625,15 @@ func (j *job[T]) packA(dst []T, ic, mcur, pc, kcur int) {
 				clear(d[p*mr+h : p*mr+mr])
 			}
 		}
+	}
+}
+
+// copyRuns12 copies n runs of 12 values, run r from src[12r:] to
+// dst[r*stride+off:].
+func copyRuns12(dst []float32, stride, off int, src []float32, n int) {
+	for r := range n {
+		v := *(*[12]float32)(src[12*r:]) // through a local: no overlap to check, so no memmove
+		*(*[12]float32)(dst[r*stride+off:]) = v
 	}
 }
 
