@@ -224,9 +224,11 @@ const EvalGroups = 2
 // mask may be on the CPU.
 //
 // When tp records nothing (autograd.NoGrad) and x is on the CPU, Forward
-// evaluates the sets in groups of about EvalTokens tokens, each on a tape of
-// its own that it releases at once, and returns a constant holding the
-// result: memory stays bounded whatever B is, and the result is the same.
+// evaluates the sets in groups of about EvalTokens tokens, EvalGroups at a
+// time, each on a tape of its own that it releases at once, and returns a
+// constant holding the result: memory stays bounded whatever B is, and the
+// result is the same. A panic in a group (a failing device, a bad shape)
+// reaches the caller as the panic of Forward itself.
 func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *tensor.Tensor, xsc *autograd.Var) *autograd.Var {
 	shape := x.Shape()
 	if len(shape) != 3 || shape[2] != m.Cfg.Dim {
