@@ -84,3 +84,25 @@ func TestForwardNoGradGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestForwardNoGradGroupPanic checks that a panic inside a group, which
+// runs on a goroutine of its own, reaches Forward's caller (where flow's
+// samplers recover device errors) instead of ending the program.
+func TestForwardNoGradGroupPanic(t *testing.T) {
+	m := tinyModel(t, tensor.Float32)
+	B, N := 3*EvalTokens/64, 64
+	r := tensor.NewRNG(5)
+	x := tensor.RandN(r, tensor.Float32, B, N, m.Cfg.Dim)
+	// A self-conditioning input with one feature too many: each group's
+	// concatenation panics.
+	bad := autograd.NewConst(tensor.RandN(r, tensor.Float32, B, N, m.Cfg.Dim+1))
+	ts := make([]float64, B)
+	defer func() {
+		if p := recover(); p == nil {
+			t.Fatal("Forward with a bad self-conditioning input did not panic")
+		}
+	}()
+	ng := autograd.NoGrad()
+	defer ng.Release()
+	m.Forward(ng, autograd.NewConst(x), ts, nil, bad)
+}
