@@ -717,38 +717,69 @@ TEXT ·addScalarAVX2(SB), NOSPLIT, $0-28
 	DECL AX; \
 	KMOVW AX, K2
 
+// UNARYLOOP512 is UNARYLOOP on 16 lanes: body over the CX elements at SI,
+// storing Z3 to DI, the tail through the mask K2; then returns.
+#define UNARYLOOP512(body) \
+	MOVQ CX, BX; \
+	SHRQ $4, BX; \
+	ANDQ $15, CX; \
+	TESTQ BX, BX; \
+	JZ tail; \
+loop: \
+	VMOVUPS (SI), Z0; \
+	body; \
+	VMOVUPS Z3, (DI); \
+	ADDQ $64, SI; \
+	ADDQ $64, DI; \
+	DECQ BX; \
+	JNZ loop; \
+tail: \
+	TESTQ CX, CX; \
+	JZ done; \
+	TAILMASK512; \
+	VMOVUPS.Z (SI), K2, Z0; \
+	body; \
+	VMOVUPS Z3, K2, (DI); \
+done: \
+	VZEROUPPER; \
+	RET
+
+// BINARYLOOP512 is UNARYLOOP512 with a second input at DX, loaded into Z9.
+#define BINARYLOOP512(body) \
+	MOVQ CX, BX; \
+	SHRQ $4, BX; \
+	ANDQ $15, CX; \
+	TESTQ BX, BX; \
+	JZ tail; \
+loop: \
+	VMOVUPS (SI), Z0; \
+	VMOVUPS (DX), Z9; \
+	body; \
+	VMOVUPS Z3, (DI); \
+	ADDQ $64, SI; \
+	ADDQ $64, DX; \
+	ADDQ $64, DI; \
+	DECQ BX; \
+	JNZ loop; \
+tail: \
+	TESTQ CX, CX; \
+	JZ done; \
+	TAILMASK512; \
+	VMOVUPS.Z (SI), K2, Z0; \
+	VMOVUPS.Z (DX), K2, Z9; \
+	body; \
+	VMOVUPS Z3, K2, (DI); \
+done: \
+	VZEROUPPER; \
+	RET
+
 // func geluAVX512(d, a *float32, n int)
 TEXT ·geluAVX512(SB), NOSPLIT, $0-24
 	MOVQ d+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ n+16(FP), CX
 	SETUPGELU512
-	MOVQ CX, BX
-	SHRQ $4, BX
-	ANDQ $15, CX
-	TESTQ BX, BX
-	JZ tail
-
-loop:
-	VMOVUPS (SI), Z0
-	GELUBODY512
-	VMOVUPS Z3, (DI)
-	ADDQ $64, SI
-	ADDQ $64, DI
-	DECQ BX
-	JNZ loop
-
-tail:
-	TESTQ CX, CX
-	JZ done
-	TAILMASK512
-	VMOVUPS.Z (SI), K2, Z0
-	GELUBODY512
-	VMOVUPS Z3, K2, (DI)
-
-done:
-	VZEROUPPER
-	RET
+	UNARYLOOP512(GELUBODY512)
 
 // func geluGradAVX512(d, a, gy *float32, n int)
 TEXT ·geluGradAVX512(SB), NOSPLIT, $0-32
@@ -757,35 +788,7 @@ TEXT ·geluGradAVX512(SB), NOSPLIT, $0-32
 	MOVQ gy+16(FP), DX
 	MOVQ n+24(FP), CX
 	SETUPGELU512
-	MOVQ CX, BX
-	SHRQ $4, BX
-	ANDQ $15, CX
-	TESTQ BX, BX
-	JZ tail
-
-loop:
-	VMOVUPS (SI), Z0
-	VMOVUPS (DX), Z9
-	GELUGRADBODY512
-	VMOVUPS Z3, (DI)
-	ADDQ $64, SI
-	ADDQ $64, DX
-	ADDQ $64, DI
-	DECQ BX
-	JNZ loop
-
-tail:
-	TESTQ CX, CX
-	JZ done
-	TAILMASK512
-	VMOVUPS.Z (SI), K2, Z0
-	VMOVUPS.Z (DX), K2, Z9
-	GELUGRADBODY512
-	VMOVUPS Z3, K2, (DI)
-
-done:
-	VZEROUPPER
-	RET
+	BINARYLOOP512(GELUGRADBODY512)
 
 // EXPCORE512 is EXPCORE on Z registers (Z13 = 1).
 #define EXPCORE512(xx, nn, pp, tt) \
