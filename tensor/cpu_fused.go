@@ -447,7 +447,7 @@ func attentionRange[T float](j *job, lo, hi int) {
 // It returns the row maximum m and Σ exp(row - m) over the kept entries
 // (-Inf and 0 for a row with nothing kept): log-sum-exp = m + log(sum).
 func maskedSoftmaxRow[T float](row, keep []T) (m T, sum float64) {
-	if keep != nil && useAVX512 && is32[T]() && len(row) >= 16 {
+	if keep != nil && useSIMD && useAVX512 && is32[T]() && len(row) >= 16 {
 		// The same operations in one call (an attention head's rows are
 		// short: the calls cost as much as the arithmetic).
 		r := f32s(row)

@@ -73,8 +73,8 @@ func TestGELUAVX512(t *testing.T) {
 // and none of the entries, and with large, tiny and infinite scores; and
 // that it writes nothing past n.
 func TestSoftmaxRowAVX512(t *testing.T) {
-	if !cpuHasAVX512 {
-		t.Skip("the CPU lacks AVX-512F/DQ")
+	if !cpuHasAVX512 || !useSIMD {
+		t.Skip("the CPU lacks AVX-512F/DQ, or LGFLOW_MATHF=go")
 	}
 	old := useAVX512
 	defer func() { useAVX512 = old }()

@@ -139,11 +139,13 @@ func arithVec32SIMD(op BinaryOp, d, a, b []float32, alpha float32) bool {
 // cpuHasSIMD reports whether this CPU (and OS) can run the kernels.
 var cpuHasSIMD = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
-// cpuHasAVX512 reports whether the AVX-512 forms of the GELU kernels can
-// run; LGFLOW_MATHF=avx2 keeps the AVX2 forms (the results are the same).
+// cpuHasAVX512 reports whether the AVX-512 forms of the GELU kernels and
+// the fused softmax row can run; LGFLOW_MATHF=avx2 keeps the AVX2 kernels
+// (the results are the same), LGFLOW_MATHF=go the Go loops.
 var cpuHasAVX512 = cpuHasSIMD && cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
 
-// useAVX512 reports whether the GELU dispatchers take the AVX-512 forms.
+// useAVX512 reports whether the SIMD dispatchers (when useSIMD) take the
+// AVX-512 forms.
 var useAVX512 = cpuHasAVX512 && os.Getenv("LGFLOW_MATHF") != "avx2"
 
 // The SIMD forms of the vector kernels of mathf_vec.go, callable only when
