@@ -80,8 +80,8 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // with bias (n values) added to every row of C, as a linear layer's forward
 // pass needs it. Layouts and checks are Sgemm's; C is written without being
 // read. The result is bit for bit that of copying bias into every row of C
-// and calling Sgemm with beta = 1, but bias reaches each tile of C while the
-// tile is in cache, instead of in a separate pass over C.
+// and calling Sgemm with beta = 1, but the micro-kernels add bias to each
+// tile in their registers, without a pass over C or reading it.
 func SgemmBias(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, bias []float32, c []float32, ldc int) {
 	checkBias("SgemmBias", n, len(bias))
 	gemm(&sState, sKern, 0, "SgemmBias", transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, bias[:n], c, ldc)
