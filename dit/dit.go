@@ -259,10 +259,10 @@ func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 		y := m.forward(sub, autograd.NewConst(x.Value.Slice(0, lo, hi)), t[lo:hi], mk, sc)
 		tensor.Copy(out.Slice(0, lo, hi), y.Value)
 	}
-	// Groups run concurrently, one goroutine per thread: each kernel
-	// still splits over the threads, and a thread that one group leaves
-	// idle (its serial stretches, the ends of its kernels) works on
-	// another. The kernels' results do not depend on the number of
+	// Groups run concurrently on EvalGroups goroutines (at most one per
+	// thread): each kernel still splits over the threads, and a thread
+	// that one group leaves idle (its serial stretches, the ends of its
+	// kernels) works on another. The kernels' results do not depend on the number of
 	// threads, so neither does the output.
 	workers := min(ngroups, runtime.GOMAXPROCS(0), EvalGroups)
 	var next atomic.Int64
