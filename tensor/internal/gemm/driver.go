@@ -637,6 +637,16 @@ func copyRuns12(dst []float32, stride, off int, src []float32, n int) {
 	}
 }
 
+// copyRows32 copies n rows of 32 values, row p from src[p*ld:] to
+// dst[32p:] (through a local array: vector moves, where a copy between
+// slices that may overlap calls memmove).
+func copyRows32(dst, src []float32, ld, n int) {
+	for p := range n {
+		v := *(*[32]float32)(src[p*ld:])
+		*(*[32]float32)(dst[32*p:]) = v
+	}
+}
+
 // interleave6 sets d[p*stride+i] = si[p] for i < 6 and p < kc.
 func interleave6[T scalar](d []T, stride, kc int, s0, s1, s2, s3, s4, s5 []T) {
 	s0, s1, s2, s3, s4, s5 = s0[:kc], s1[:kc], s2[:kc], s3[:kc], s4[:kc], s5[:kc]
@@ -667,6 +677,12 @@ func (j *job[T]) packB(dst []T, jc, ncur, pc, kcur, q0, q1 int) {
 		d := dst[q*nr*kcur : (q+1)*nr*kcur]
 		if !j.transB {
 			// op(B)[p][j] = b[p*ldb+j]: each p is a contiguous run of w.
+			if d32, ok := any(d).([]float32); ok && nr == 32 && w == nr {
+				// The AVX-512 tile's full panels: vector moves, not a
+				// memmove call per row.
+				copyRows32(d32, any(b).([]float32)[pc*ldb+col:], ldb, kcur)
+				continue
+			}
 			for p := range kcur {
 				src := b[(pc+p)*ldb+col : (pc+p)*ldb+col+w]
 				dp := d[p*nr : p*nr+nr]
