@@ -318,6 +318,15 @@ func (j *job[T]) runWorker(w int) {
 				// Tasks accumulate into C: the previous k block's must be done.
 				beta = 1
 				waitFor(&j.taskDone, taskBase)
+			} else if jc > 0 {
+				// A new column block does not read the last one's C, but
+				// taskDone counts the tasks of every block: had this block's
+				// tasks finished while a task of the last block was still
+				// running, the wait for the next B buffer (bufFreeAt) would
+				// pass early and repack that task's panels under it (a
+				// wrong result, seen once in TestThreadsBitwise under load).
+				// So the last block's tasks must be done here too.
+				waitFor(&j.taskDone, taskBase)
 			}
 			for {
 				t, ok := grab(&j.taskNext, taskBase+tasks)
