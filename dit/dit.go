@@ -206,9 +206,9 @@ func (m *Model) TimeEmbedding(dt tensor.DType, t []float64) *tensor.Tensor {
 // (forward), bound that to about 230 MB peak with the planar models. Two
 // groups at a time keep two cores busy where one group leaves them idle a
 // fifth of the time (its serial stretches and the ends of its kernels):
-// sampling 256 planar graphs on the two-core Zen 5 took 10.7 s against
-// 13.0-14.5 s with one group of 4,096 at a time (10.4 s with two of 4,096,
-// 375 MB). Sets never interact and the kernels' results do not depend on
+// sampling 256 planar graphs on the two-core Zen 5 took 10.7-11.4 s
+// against 13.0-14.5 s with one group of 4,096 at a time (10.4-11.0 s with
+// two of 4,096, 375 MB). Sets never interact and the kernels' results do not depend on
 // the number of threads, so the result is the same bit for bit.
 const EvalTokens = 2048
 

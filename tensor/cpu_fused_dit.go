@@ -510,15 +510,10 @@ func flashRange[T float](j *job, lo, hi int) {
 			mo := mt.offset + (bh/nh)*mt.strides[0]
 			keep = mask[mo : mo+n]
 		}
-		if l == nil {
-			for i := range n {
-				maskedSoftmaxRow(p[i*n:(i+1)*n], keep)
-			}
-		} else {
-			lr := l[bh*n : (bh+1)*n]
-			for i := range n {
-				m, s := maskedSoftmaxRow(p[i*n:(i+1)*n], keep)
-				lr[i] = T(float64(m) + math.Log(s))
+		for i := range n {
+			m, s := maskedSoftmaxRow(p[i*n:(i+1)*n], keep)
+			if l != nil {
+				l[bh*n+i] = T(float64(m) + math.Log(s))
 			}
 		}
 		gemmT(false, false, n, dh, n, 1, p, n, v[ov:], ldv, 0, o[oo:], ldo)

@@ -570,12 +570,15 @@ func (j *job[T]) packA(dst []T, ic, mcur, pc, kcur int) {
 		// to the panels, all of which stay in cache.
 		panels := ceilDiv(mcur, mr)
 		full := mcur / mr
+		// The AVX-512 tile: copies of a fixed size, which compile to
+		// vector moves where the generic copy calls memmove.
+		d32, fast := any(dst).([]float32)
+		a32, _ := any(a).([]float32)
+		fast = fast && mr == 12
 		for p := range kcur {
 			src := a[(pc+p)*lda+ic : (pc+p)*lda+ic+mcur]
-			if d32, ok := any(dst).([]float32); ok && mr == 12 {
-				// The AVX-512 tile: copies of a fixed size, which compile
-				// to vector moves where the generic copy calls memmove.
-				copyRuns12(d32, mr*kcur, p*mr, any(src).([]float32), full)
+			if fast {
+				copyRuns12(d32, mr*kcur, p*mr, a32[(pc+p)*lda+ic:], full)
 			} else {
 				for r := range full {
 					copy(dst[r*mr*kcur+p*mr:r*mr*kcur+p*mr+mr], src[r*mr:r*mr+mr])
