@@ -435,10 +435,40 @@ func attentionRange[T float](j *job, lo, hi int) {
 			mo := mt.offset + (bh/nh)*mt.strides[0]
 			keep = mask[mo : mo+n]
 		}
-		for i := range n {
-			maskedSoftmaxRow(p[op+i*ldp:op+i*ldp+n], keep)
-		}
+		softmaxRows(p[op:], ldp, n, n, keep, nil)
 		gemmT(false, false, n, dh, n, 1, p[op:], ldp, v[ov:], ldv, 0, o[oo:], ldo)
+	}
+}
+
+// softmaxRows applies maskedSoftmaxRow to each of the rows (n entries at
+// stride ld) of p with the one key mask keep, and, when lse is not nil,
+// sets lse[i] to row i's log-sum-exp m + log(sum). Each row gets
+// maskedSoftmaxRow's bits; where it would take its fused AVX-512 path, rows
+// go four at a time through one call, whose interleaved operations hide
+// the per-row latencies (an attention head's rows are short).
+func softmaxRows[T float](p []T, ld, rows, n int, keep, lse []T) {
+	i := 0
+	if keep != nil && useSIMD && useAVX512 && is32[T]() && n >= 16 && rows >= 4 {
+		var m [4]float32
+		var s [4]float64
+		kp := &f32s(keep)[:n][0]
+		for ; i+4 <= rows; i += 4 {
+			r := f32s(p[i*ld : (i+3)*ld+n])
+			if !softmaxRows4AVX512(&r[0], ld, kp, n, &m, &s) {
+				break // a row with nothing kept: one row at a time below
+			}
+			if lse != nil {
+				for r := range 4 {
+					lse[i+r] = T(float64(m[r]) + math.Log(s[r]))
+				}
+			}
+		}
+	}
+	for ; i < rows; i++ {
+		m, s := maskedSoftmaxRow(p[i*ld:i*ld+n], keep)
+		if lse != nil {
+			lse[i] = T(float64(m) + math.Log(s))
+		}
 	}
 }
 

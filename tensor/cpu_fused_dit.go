@@ -1,7 +1,6 @@
 package tensor
 
 import (
-	"math"
 	"unsafe"
 )
 
@@ -510,12 +509,11 @@ func flashRange[T float](j *job, lo, hi int) {
 			mo := mt.offset + (bh/nh)*mt.strides[0]
 			keep = mask[mo : mo+n]
 		}
-		for i := range n {
-			m, s := maskedSoftmaxRow(p[i*n:(i+1)*n], keep)
-			if l != nil {
-				l[bh*n+i] = T(float64(m) + math.Log(s))
-			}
+		var lse []T
+		if l != nil {
+			lse = l[bh*n : (bh+1)*n]
 		}
+		softmaxRows(p, n, n, n, keep, lse)
 		gemmT(false, false, n, dh, n, 1, p, n, v[ov:], ldv, 0, o[oo:], ldo)
 	}
 	putScratch(sp)
@@ -561,9 +559,7 @@ func flashBackRange[T float](j *job, lo, hi int) {
 			mo := mt.offset + (bh/nh)*mt.strides[0]
 			keep = mask[mo : mo+n]
 		}
-		for i := range n {
-			maskedSoftmaxRow(p[i*n:(i+1)*n], keep)
-		}
+		softmaxRows(p, n, n, n, keep, nil)
 		attnBackHead(&a, n, dh, scale, p, n, ds, q, k, v, g, dq, dk, dv)
 	}
 	putScratch(sp)

@@ -140,3 +140,83 @@ func TestSoftmaxRowAVX512(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxRows checks that softmaxRows, which sends rows four at a time
+// through softmaxRows4AVX512, gives each row, and each log-sum-exp, the bits
+// of maskedSoftmaxRow on that row alone: row lengths 16 to 70 and 128,
+// 4 to 11 rows at a stride wider than a row, masks keeping all, some and
+// none of the keys, a row whose kept scores are all -Inf among ordinary
+// ones (the four-row call gives up and the rows finish one at a time), and
+// extreme scores; the gaps between rows must stay untouched.
+func TestSoftmaxRows(t *testing.T) {
+	if !cpuHasAVX512 || !useSIMD || !useAVX512 {
+		t.Skip("the CPU lacks AVX-512F/DQ, or LGFLOW_MATHF is set")
+	}
+	r := NewRNG(514)
+	const gap = 5
+	sentinel := float32(-777.25)
+	inf := float32(math.Inf(1))
+	lengths := []int{128}
+	for n := 16; n <= 70; n++ {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
+		for trial := range 5 {
+			rows := 4 + (n+trial)%8
+			ld := n + gap
+			p := make([]float32, rows*ld)
+			for i := range p {
+				p[i] = sentinel
+			}
+			keep := make([]float32, n)
+			for j := range keep {
+				keep[j] = 1
+				switch trial {
+				case 1:
+					if j >= n-n/3 {
+						keep[j] = 0
+					}
+				case 2:
+					if r.Intn(3) == 0 {
+						keep[j] = 0
+					}
+				case 3:
+					keep[j] = 0
+				}
+			}
+			for i := range rows {
+				for j := range n {
+					v := float32(r.Normal() * 3)
+					if trial == 2 {
+						v *= 40
+					}
+					if trial == 4 && i == rows/2 {
+						v = -inf // every kept score -Inf
+					}
+					if trial == 4 && i == 1 && j == n/2 {
+						v = 1e30
+					}
+					p[i*ld+j] = v
+				}
+			}
+			want := slices.Clone(p)
+			wantLSE := make([]float32, rows)
+			for i := range rows {
+				m, s := maskedSoftmaxRow(want[i*ld:i*ld+n], keep)
+				wantLSE[i] = float32(float64(m) + math.Log(s))
+			}
+			lse := make([]float32, rows)
+			softmaxRows(p, ld, rows, n, keep, lse)
+			for i := range p {
+				if math.Float32bits(p[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("n %d trial %d: element (%d, %d) = %v, want %v", n, trial, i/ld, i%ld, p[i], want[i])
+				}
+			}
+			for i := range lse {
+				if math.Float32bits(lse[i]) != math.Float32bits(wantLSE[i]) {
+					t.Fatalf("n %d trial %d: lse[%d] = %v, want %v", n, trial, i, lse[i], wantLSE[i])
+				}
+			}
+		}
+	}
+}

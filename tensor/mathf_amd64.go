@@ -60,6 +60,14 @@ func gateResidualVec32SIMD(o, x, g, h []float32) {
 //go:noescape
 func softmaxRowAVX512(row, keep *float32, n int) (m float32, sum float64)
 
+// softmaxRows4AVX512 is softmaxRowAVX512 on the four rows row + r*ld (r <
+// 4) with one key mask, interleaved, with its bits: m[r] and sum[r] are
+// row r's results. It returns false, having only masked the rows, when a
+// row's maximum is -Inf; softmaxRowAVX512 then finishes each row.
+//
+//go:noescape
+func softmaxRows4AVX512(row *float32, ld int, keep *float32, n int, m *[4]float32, sum *[4]float64) (ok bool)
+
 //go:noescape
 func siluGradAVX2(d, a, gy *float32, n int)
 

@@ -1001,3 +1001,220 @@ tail:
 done:
 	VZEROUPPER
 	RET
+
+// SOFTMAX4EXP sets the row block at addr to exp(block - m) (m in mm;
+// SOFTMAXEXPBODY512's operations) and adds its lanes to the row's float64
+// sum ss (SOFTMAXEXPSUM512's order). K1 = 0xffff for a full block.
+#define SOFTMAX4EXP(addr, mm, ss) \
+	VMOVUPS.Z addr, K1, Z0; \
+	VSUBPS mm, Z0, Z0; \
+	VMAXPS Z0, Z14, Z0; \
+	VMINPS Z0, Z15, Z0; \
+	EXPCORE512(Z0, Z1, Z3, Z2); \
+	VMOVAPS.Z Z3, K1, Z3; \
+	VMOVUPS Z3, K1, addr; \
+	VCVTPS2PD Y3, Z4; \
+	VADDPD Z4, ss, ss; \
+	VEXTRACTF32X8 $1, Z3, Y4; \
+	VCVTPS2PD Y4, Z4; \
+	VADDPD Z4, ss, ss
+
+// SOFTMAX4MAX masks the row block at addr where keep (K3) is 0 with -Inf
+// and folds it into the row's maximum mm (SOFTMAXMAXBODY512's operations).
+// K1 selects the block's lanes.
+#define SOFTMAX4MAX(addr, mm) \
+	VMOVUPS.Z addr, K1, Z0; \
+	VMOVAPS Z7, K3, Z0; \
+	VMOVUPS Z0, K1, addr; \
+	VMAXPS mm, Z0, mm
+
+// SOFTMAX4REDUCEMAX sets X5 to the maximum over the lanes of zz as
+// softmaxRowAVX512 reduces it, and stores it at out.
+#define SOFTMAX4REDUCEMAX(zz, out) \
+	VMOVAPS zz, Z5; \
+	VEXTRACTF32X8 $1, Z5, Y1; \
+	VMAXPS Y5, Y1, Y5; \
+	VEXTRACTF128 $1, Y5, X1; \
+	VMAXPS X5, X1, X5; \
+	VPERMILPS $0x4E, X5, X1; \
+	VMAXPS X5, X1, X5; \
+	VPERMILPS $0xB1, X5, X1; \
+	VMAXPS X5, X1, X5; \
+	VMOVSS X5, out; \
+	VBROADCASTSS X5, zz
+
+// SOFTMAX4REDUCESUM reduces the float64 lanes of zz as softmaxRowAVX512
+// does, stores the sum at out and sets zz to float32(1/sum) in every lane.
+#define SOFTMAX4REDUCESUM(zz, out) \
+	VMOVAPD zz, Z9; \
+	VEXTRACTF64X4 $1, Z9, Y10; \
+	VADDPD Y10, Y9, Y9; \
+	VEXTRACTF128 $1, Y9, X10; \
+	VADDPD X10, X9, X9; \
+	VHADDPD X9, X9, X9; \
+	MOVSD X9, out; \
+	MOVSD $1.0, X10; \
+	VDIVSD X9, X10, X10; \
+	VCVTSD2SS X10, X10, X10; \
+	VBROADCASTSS X10, zz
+
+// SOFTMAX4SCALE multiplies the row block at addr by ss (K1: its lanes).
+#define SOFTMAX4SCALE(addr, ss) \
+	VMOVUPS.Z addr, K1, Z0; \
+	VMULPS ss, Z0, Z0; \
+	VMOVUPS Z0, K1, addr
+
+// func softmaxRows4AVX512(row *float32, ld int, keep *float32, n int, m *[4]float32, sum *[4]float64) (ok bool)
+//
+// softmaxRowAVX512 on four rows at once (row + r*ld, r < 4, one key mask),
+// their operations interleaved so that one row's latencies hide behind the
+// others'; each row gets softmaxRowAVX512's bits, m[r] and sum[r]. If a
+// row's maximum is -Inf it returns false after only the masking pass (the
+// caller then runs softmaxRowAVX512 on the rows, which masks again, with no
+// change). n >= 1.
+TEXT ·softmaxRows4AVX512(SB), NOSPLIT, $0-49
+	MOVQ row+0(FP), DI
+	MOVQ ld+8(FP), BX
+	SHLQ $2, BX
+	LEAQ (BX)(BX*2), R11 // 3*ld bytes
+	MOVQ keep+16(FP), DX
+	MOVQ n+24(FP), CX
+	MOVQ m+32(FP), R12
+	MOVQ sum+40(FP), R13
+	VBROADCASTSS mfNegInf<>(SB), Z7
+	VPXORD Z6, Z6, Z6
+	// K2: the lanes of the last, partial block (all 16 if n%16 == 0).
+	MOVQ CX, R8
+	ANDQ $15, R8
+	MOVL $0xffff, AX
+	TESTQ R8, R8
+	JZ s4fullmask
+	MOVL $1, AX
+	MOVQ R8, CX
+	SHLL CX, AX
+	DECL AX
+s4fullmask:
+	KMOVW AX, K2
+	MOVL $0xffff, AX
+	KMOVW AX, K4 // a full block
+	MOVQ n+24(FP), CX
+	// BX: the blocks of 16 before the last block (partial or full).
+	MOVQ CX, R10
+	DECQ R10
+	SHRQ $4, R10
+	MOVQ R10, R14
+
+	// Pass 1: mask and maxima (Z16-Z19).
+	VMOVAPS Z7, Z16
+	VMOVAPS Z7, Z17
+	VMOVAPS Z7, Z18
+	VMOVAPS Z7, Z19
+	MOVQ DI, SI
+	MOVQ DX, R9
+	KMOVW K4, K1
+	TESTQ R10, R10
+	JZ s4maxlast
+s4maxloop:
+	VMOVUPS (R9), Z1
+	VCMPPS $0, Z6, Z1, K3
+	SOFTMAX4MAX((SI), Z16)
+	SOFTMAX4MAX((SI)(BX*1), Z17)
+	SOFTMAX4MAX((SI)(BX*2), Z18)
+	SOFTMAX4MAX((SI)(R11*1), Z19)
+	ADDQ $64, SI
+	ADDQ $64, R9
+	DECQ R10
+	JNZ s4maxloop
+s4maxlast:
+	KMOVW K2, K1
+	VMOVUPS.Z (R9), K2, Z1
+	VCMPPS $0, Z6, Z1, K3
+	SOFTMAX4MAX((SI), Z16)
+	SOFTMAX4MAX((SI)(BX*1), Z17)
+	SOFTMAX4MAX((SI)(BX*2), Z18)
+	SOFTMAX4MAX((SI)(R11*1), Z19)
+	SOFTMAX4REDUCEMAX(Z16, 0(R12))
+	VUCOMISS X7, X5
+	JNE s4fin0
+	JP s4fin0
+	JMP s4inf
+s4fin0:
+	SOFTMAX4REDUCEMAX(Z17, 4(R12))
+	VUCOMISS X7, X5
+	JNE s4fin1
+	JP s4fin1
+	JMP s4inf
+s4fin1:
+	SOFTMAX4REDUCEMAX(Z18, 8(R12))
+	VUCOMISS X7, X5
+	JNE s4fin2
+	JP s4fin2
+	JMP s4inf
+s4fin2:
+	SOFTMAX4REDUCEMAX(Z19, 12(R12))
+	VUCOMISS X7, X5
+	JNE s4fin3
+	JP s4fin3
+	JMP s4inf
+
+s4fin3:
+	// Pass 2: exponentials and their float64 sums (Z20-Z23).
+	VBROADCASTSS mfExpLo<>(SB), Z14
+	VBROADCASTSS mfExpHi<>(SB), Z15
+	VBROADCASTSS mfOne<>(SB), Z13
+	VXORPD Z20, Z20, Z20
+	VXORPD Z21, Z21, Z21
+	VXORPD Z22, Z22, Z22
+	VXORPD Z23, Z23, Z23
+	MOVQ DI, SI
+	MOVQ R14, R10
+	KMOVW K4, K1
+	TESTQ R10, R10
+	JZ s4explast
+s4exploop:
+	SOFTMAX4EXP((SI), Z16, Z20)
+	SOFTMAX4EXP((SI)(BX*1), Z17, Z21)
+	SOFTMAX4EXP((SI)(BX*2), Z18, Z22)
+	SOFTMAX4EXP((SI)(R11*1), Z19, Z23)
+	ADDQ $64, SI
+	DECQ R10
+	JNZ s4exploop
+s4explast:
+	KMOVW K2, K1
+	SOFTMAX4EXP((SI), Z16, Z20)
+	SOFTMAX4EXP((SI)(BX*1), Z17, Z21)
+	SOFTMAX4EXP((SI)(BX*2), Z18, Z22)
+	SOFTMAX4EXP((SI)(R11*1), Z19, Z23)
+	SOFTMAX4REDUCESUM(Z20, 0(R13))
+	SOFTMAX4REDUCESUM(Z21, 8(R13))
+	SOFTMAX4REDUCESUM(Z22, 16(R13))
+	SOFTMAX4REDUCESUM(Z23, 24(R13))
+
+	// Pass 3: each row times float32(1/sum).
+	MOVQ DI, SI
+	MOVQ R14, R10
+	KMOVW K4, K1
+	TESTQ R10, R10
+	JZ s4scalelast
+s4scaleloop:
+	SOFTMAX4SCALE((SI), Z20)
+	SOFTMAX4SCALE((SI)(BX*1), Z21)
+	SOFTMAX4SCALE((SI)(BX*2), Z22)
+	SOFTMAX4SCALE((SI)(R11*1), Z23)
+	ADDQ $64, SI
+	DECQ R10
+	JNZ s4scaleloop
+s4scalelast:
+	KMOVW K2, K1
+	SOFTMAX4SCALE((SI), Z20)
+	SOFTMAX4SCALE((SI)(BX*1), Z21)
+	SOFTMAX4SCALE((SI)(BX*2), Z22)
+	SOFTMAX4SCALE((SI)(R11*1), Z23)
+	MOVB $1, ok+48(FP)
+	VZEROUPPER
+	RET
+
+s4inf:
+	MOVB $0, ok+48(FP)
+	VZEROUPPER
+	RET

@@ -31,6 +31,9 @@ func maskedMax32SIMD(row, keep []float32) float32       { panic(errNoSIMD) }
 func gateResidualVec32SIMD(o, x, g, h []float32) { panic(errNoSIMD) }
 
 func softmaxRowAVX512(row, keep *float32, n int) (m float32, sum float64) { panic(errNoSIMD) }
+func softmaxRows4AVX512(row *float32, ld int, keep *float32, n int, m *[4]float32, sum *[4]float64) bool {
+	panic(errNoSIMD)
+}
 func arithVec32SIMD(op BinaryOp, d, a, b []float32, alpha float32) bool {
 	panic(errNoSIMD)
 }
