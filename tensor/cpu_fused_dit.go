@@ -19,6 +19,22 @@ func optContigT(t *Tensor) *Tensor {
 	return t.Contiguous()
 }
 
+// setRows prepares a per-set (G, D) operand of the modulation kernels
+// (shift, scale, gate) and returns it with its row stride: a view with
+// contiguous rows, such as the (G, D) column block of an adaLN projection's
+// (G, 6D) output, is read in place; anything else is copied.
+func setRows(t *Tensor) (*Tensor, int) {
+	if len(t.shape) == 2 && t.strides[0] >= 0 && (t.strides[1] == 1 || t.shape[1] <= 1) {
+		return t, t.strides[0]
+	}
+	t = t.Contiguous()
+	return t, t.shape[len(t.shape)-1]
+}
+
+// setRowsData returns the elements of a setRows operand from its first:
+// row g (d values) is at [g*ld, g*ld+d).
+func setRowsData[T float](t *Tensor) []T { return data[T](t)[t.offset:] }
+
 // optDst is contigDst for an optional destination.
 func optDst(t *Tensor, keep bool) *Tensor {
 	if t == nil {
@@ -38,12 +54,13 @@ func optFinish(dst, t *Tensor) {
 
 func (cpuBackend) LayerNormModulate(y, mean, rstd, x, gamma, beta, shift, scale *Tensor, eps float64) {
 	x, gamma, beta = x.Contiguous(), optContigT(gamma), optContigT(beta)
-	shift, scale = shift.Contiguous(), scale.Contiguous()
+	shift, ldShift := setRows(shift)
+	scale, ldScale := setRows(scale)
 	out, mo, ro := contigDst(y, false), optDst(mean, false), optDst(rstd, false)
 	d := x.shape[2]
 	j := getJob(pick(x.dtype, layerNormModRange[float32], layerNormModRange[float64]))
 	j.t[0], j.t[1], j.t[2], j.t[3], j.t[4], j.t[5], j.t[6], j.t[7] = out, mo, ro, x, gamma, beta, shift, scale
-	j.n[0], j.n[1] = d, x.shape[1]
+	j.n[0], j.n[1], j.n[2], j.n[3] = d, x.shape[1], ldShift, ldScale
 	j.f[0] = eps
 	j.runRows(x.shape[0]*x.shape[1], 6*d)
 	putJob(j)
@@ -56,8 +73,8 @@ func layerNormModRange[T float](j *job, lo, hi int) {
 	y, x := contig[T](j.t[0]), contig[T](j.t[3])
 	mean, rstd := optContig[T](j.t[1]), optContig[T](j.t[2])
 	gamma, beta := optContig[T](j.t[4]), optContig[T](j.t[5])
-	shift, scale := contig[T](j.t[6]), contig[T](j.t[7])
-	d, rows := j.n[0], j.n[1]
+	shift, scale := setRowsData[T](j.t[6]), setRowsData[T](j.t[7])
+	d, rows, ldShift, ldScale := j.n[0], j.n[1], j.n[2], j.n[3]
 	eps := j.f[0]
 	simd := (gamma == nil) == (beta == nil) && is32[T]() && useSIMD
 	var m4, s4 [4]float32 // the statistics of rows r4..r4+3
@@ -65,7 +82,7 @@ func layerNormModRange[T float](j *job, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		yr, xr := y[r*d:(r+1)*d], x[r*d:(r+1)*d]
 		g := r / rows
-		sh, sc := shift[g*d:(g+1)*d], scale[g*d:(g+1)*d]
+		sh, sc := shift[g*ldShift:g*ldShift+d], scale[g*ldScale:g*ldScale+d]
 		var m, s T
 		if simd {
 			// One pass: normalise and modulate as the loops below do,
@@ -110,7 +127,8 @@ func layerNormModRange[T float](j *job, lo, hi int) {
 
 func (cpuBackend) LayerNormModulateBackward(dx, dgamma, dbeta, dshift, dscale, gy, x, mean, rstd, gamma, beta, scale *Tensor) {
 	x, gy, mean, rstd = x.Contiguous(), gy.Contiguous(), mean.Contiguous(), rstd.Contiguous()
-	gamma, beta, scale = optContigT(gamma), optContigT(beta), scale.Contiguous()
+	gamma, beta = optContigT(gamma), optContigT(beta)
+	scale, ldScale := setRows(scale)
 	out := contigDst(dx, false)
 	g, rows, d := x.shape[0], x.shape[1], x.shape[2]
 	j := getJob(pick(x.dtype, layerNormModBackRange[float32], layerNormModBackRange[float64]))
@@ -125,7 +143,7 @@ func (cpuBackend) LayerNormModulateBackward(dx, dgamma, dbeta, dshift, dscale, g
 	p := getScratch(width*nch + 2*d*g)
 	j.s64 = *p
 	j.b[0] = wantParams
-	j.n[0], j.n[1], j.n[2], j.n[3] = d, rows, width, width*nch
+	j.n[0], j.n[1], j.n[2], j.n[3], j.n[4] = d, rows, width, width*nch, ldScale
 	nc := j.runRows(g, cost)
 	putJob(j)
 	finishDst(dx, out)
@@ -180,8 +198,8 @@ func asT[T float](s []float64, n int) []T {
 func layerNormModBackRange[T float](j *job, lo, hi int) {
 	dx, gy, x := contig[T](j.t[0]), contig[T](j.t[1]), contig[T](j.t[2])
 	mean, rstd := contig[T](j.t[3]), contig[T](j.t[4])
-	gamma, beta, scale := optContig[T](j.t[5]), optContig[T](j.t[6]), contig[T](j.t[7])
-	d, rows, width, setsAt := j.n[0], j.n[1], j.n[2], j.n[3]
+	gamma, beta, scale := optContig[T](j.t[5]), optContig[T](j.t[6]), setRowsData[T](j.t[7])
+	d, rows, width, setsAt, ldScale := j.n[0], j.n[1], j.n[2], j.n[3], j.n[4]
 	c := lo / j.chunk
 	sc := j.s64[c*width : (c+1)*width]
 	var dg, db []float64
@@ -196,7 +214,7 @@ func layerNormModBackRange[T float](j *job, lo, hi int) {
 		ssc := j.s64[setsAt+(2*g+1)*d : setsAt+(2*g+2)*d]
 		clear(ssh)
 		clear(ssc)
-		sg := scale[g*d : (g+1)*d]
+		sg := scale[g*ldScale : g*ldScale+d]
 		for r := g * rows; r < (g+1)*rows; r++ {
 			xr, gr := x[r*d:(r+1)*d], gy[r*d:(r+1)*d]
 			m, s := mean[r], rstd[r]
@@ -268,24 +286,25 @@ func layerNormAffine[T float](yr, xr, gamma, beta []T, m, s T) {
 // ---- gated residual ----
 
 func (cpuBackend) GateResidual(out, x, gate, h *Tensor) {
-	x, gate, h = x.Contiguous(), gate.Contiguous(), h.Contiguous()
+	x, h = x.Contiguous(), h.Contiguous()
+	gate, ldGate := setRows(gate)
 	o := contigDst(out, false)
 	d := x.shape[2]
 	j := getJob(pick(x.dtype, gateResidualRange[float32], gateResidualRange[float64]))
 	j.t[0], j.t[1], j.t[2], j.t[3] = o, x, gate, h
-	j.n[0], j.n[1] = d, x.shape[1]
+	j.n[0], j.n[1], j.n[2] = d, x.shape[1], ldGate
 	j.runRows(x.shape[0]*x.shape[1], d)
 	putJob(j)
 	finishDst(out, o)
 }
 
 func gateResidualRange[T float](j *job, lo, hi int) {
-	o, x, gate, h := contig[T](j.t[0]), contig[T](j.t[1]), contig[T](j.t[2]), contig[T](j.t[3])
-	d, rows := j.n[0], j.n[1]
+	o, x, gate, h := contig[T](j.t[0]), contig[T](j.t[1]), setRowsData[T](j.t[2]), contig[T](j.t[3])
+	d, rows, ldGate := j.n[0], j.n[1], j.n[2]
 	simd := is32[T]() && useSIMD
 	for r := lo; r < hi; r++ {
 		g := r / rows
-		or, xr, hr, gt := o[r*d:(r+1)*d], x[r*d:(r+1)*d], h[r*d:(r+1)*d], gate[g*d:(g+1)*d]
+		or, xr, hr, gt := o[r*d:(r+1)*d], x[r*d:(r+1)*d], h[r*d:(r+1)*d], gate[g*ldGate:g*ldGate+d]
 		if simd {
 			// The loop's two roundings, in one pass.
 			gateResidualVec32SIMD(f32s(or), f32s(xr), f32s(gt), f32s(hr))
@@ -298,12 +317,13 @@ func gateResidualRange[T float](j *job, lo, hi int) {
 }
 
 func (cpuBackend) GateResidualBackward(dh, dgate, gy, h, gate *Tensor) {
-	gy, h, gate = gy.Contiguous(), h.Contiguous(), gate.Contiguous()
+	gy, h = gy.Contiguous(), h.Contiguous()
+	gate, ldGate := setRows(gate)
 	odh, odg := optDst(dh, false), optDst(dgate, false)
 	g, rows, d := h.shape[0], h.shape[1], h.shape[2]
 	j := getJob(pick(h.dtype, gateResidualBackRange[float32], gateResidualBackRange[float64]))
 	j.t[0], j.t[1], j.t[2], j.t[3], j.t[4] = odh, odg, gy, h, gate
-	j.n[0], j.n[1] = d, rows
+	j.n[0], j.n[1], j.n[2] = d, rows, ldGate
 	cost := 3 * rows * d
 	_, nch := chunking(g, max(1, parallelGrain/max(cost, 1)))
 	p := getScratch(d * nch)
@@ -317,13 +337,13 @@ func (cpuBackend) GateResidualBackward(dh, dgate, gy, h, gate *Tensor) {
 
 func gateResidualBackRange[T float](j *job, lo, hi int) {
 	dh, dgate := optContig[T](j.t[0]), optContig[T](j.t[1])
-	gy, h, gate := contig[T](j.t[2]), contig[T](j.t[3]), contig[T](j.t[4])
-	d, rows := j.n[0], j.n[1]
+	gy, h, gate := contig[T](j.t[2]), contig[T](j.t[3]), setRowsData[T](j.t[4])
+	d, rows, ldGate := j.n[0], j.n[1], j.n[2]
 	c := lo / j.chunk
 	acc := j.s64[c*d : (c+1)*d]
 	simd := is32[T]() && useSIMD
 	for g := lo; g < hi; g++ {
-		gt := gate[g*d : (g+1)*d]
+		gt := gate[g*ldGate : g*ldGate+d]
 		clear(acc)
 		for r := g * rows; r < (g+1)*rows; r++ {
 			gr, hr := gy[r*d:(r+1)*d], h[r*d:(r+1)*d]
