@@ -295,14 +295,26 @@ func reduceBlock[T float](op ReduceOp, acc, aux []float64, a []T, base, sa int, 
 		l2.seek(&c, rlo)
 		for pos := rlo; pos < rhi; {
 			n := min(l2.dims[in]-c.idx[in], rhi-pos)
-			for r := range n {
-				b := base + c.off[0] + r*rs
-				if sa == 1 {
-					row := a[b : b+m]
-					for i := range acc {
-						acc[i] += float64(row[i])
+			b0 := base + c.off[0]
+			switch {
+			case sa == 1:
+				i0 := 0
+				if is32[T]() && useSIMD && n > 0 {
+					// Column blocks held in registers over the run of rows,
+					// each sum in row order as below.
+					i0 = colAcc64SIMD(acc, f32s(a[b0:]), rs, n)
+				}
+				if i0 < m {
+					for r := range n {
+						row := a[b0+r*rs+i0 : b0+r*rs+m]
+						for i, v := range row {
+							acc[i0+i] += float64(v)
+						}
 					}
-				} else {
+				}
+			default:
+				for r := range n {
+					b := b0 + r*rs
 					for i := range acc {
 						acc[i] += float64(a[b+i*sa])
 					}

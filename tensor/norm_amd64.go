@@ -190,6 +190,21 @@ func lnBackOutGammaSIMD(dx, gr, x, gamma []float32, c0, c1, c2, m float32) int {
 //go:noescape
 func mulAcc64AVX2(acc *float64, a, b *float32, n int)
 
+//go:noescape
+func colAcc64AVX2(acc *float64, x *float32, ld, rows, n int)
+
+// colAcc64SIMD adds rows rows of x (row r at x[r*ld:]), as float64, to the
+// first len(acc)&^3 elements of acc, row after row (each acc[i] with the
+// bits of the scalar loop), and returns how many elements it took.
+func colAcc64SIMD(acc []float64, x []float32, ld, rows int) int {
+	n := len(acc) &^ 3
+	if n > 0 && rows > 0 {
+		_ = x[(rows-1)*ld+n-1]
+		colAcc64AVX2(&acc[0], &x[0], ld, rows, n)
+	}
+	return n
+}
+
 // mulAcc64SIMD adds float64(a[i]·b[i]) (the product rounded to float32)
 // to acc[i] for the first len(acc)&^3 elements and returns how many it
 // took.

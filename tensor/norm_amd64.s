@@ -474,3 +474,78 @@ done:
 	VMOVUPD Y3, 96(DI)
 	VZEROUPPER
 	RET
+
+// COLACC8 adds the four float32 values at lo and the four at hi (16
+// bytes on), as float64, to ya and yb.
+#define COLACC8(lo, hi, ya, yb) \
+	VCVTPS2PD lo, Y12; \
+	VADDPD Y12, ya, ya; \
+	VCVTPS2PD hi, Y13; \
+	VADDPD Y13, yb, yb
+
+// func colAcc64AVX2(acc *float64, x *float32, ld, rows, n int)
+// acc[i] += x[r*ld+i] (in float64) for r = 0, 1, ..., rows-1 in turn and
+// i < n; n % 4 == 0. Column blocks of 32 (then 4) stay in registers over
+// all the rows; each acc[i] takes its additions in row order.
+TEXT ·colAcc64AVX2(SB), NOSPLIT, $0-40
+	MOVQ acc+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ ld+16(FP), R8
+	SHLQ $2, R8
+	MOVQ rows+24(FP), R9
+	MOVQ n+32(FP), CX
+	TESTQ R9, R9
+	JZ cadone
+cablock32:
+	CMPQ CX, $32
+	JLT cablock4
+	VMOVUPD 0(DI), Y0
+	VMOVUPD 32(DI), Y1
+	VMOVUPD 64(DI), Y2
+	VMOVUPD 96(DI), Y3
+	VMOVUPD 128(DI), Y4
+	VMOVUPD 160(DI), Y5
+	VMOVUPD 192(DI), Y6
+	VMOVUPD 224(DI), Y7
+	MOVQ SI, AX
+	MOVQ R9, R10
+carow32:
+	COLACC8((AX), 16(AX), Y0, Y1)
+	COLACC8(32(AX), 48(AX), Y2, Y3)
+	COLACC8(64(AX), 80(AX), Y4, Y5)
+	COLACC8(96(AX), 112(AX), Y6, Y7)
+	ADDQ R8, AX
+	DECQ R10
+	JNZ carow32
+	VMOVUPD Y0, 0(DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VMOVUPD Y4, 128(DI)
+	VMOVUPD Y5, 160(DI)
+	VMOVUPD Y6, 192(DI)
+	VMOVUPD Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $128, SI
+	SUBQ $32, CX
+	JMP cablock32
+cablock4:
+	CMPQ CX, $4
+	JLT cadone
+	VMOVUPD 0(DI), Y0
+	MOVQ SI, AX
+	MOVQ R9, R10
+carow4:
+	VCVTPS2PD (AX), Y12
+	VADDPD Y12, Y0, Y0
+	ADDQ R8, AX
+	DECQ R10
+	JNZ carow4
+	VMOVUPD Y0, 0(DI)
+	ADDQ $32, DI
+	ADDQ $16, SI
+	SUBQ $4, CX
+	JMP cablock4
+cadone:
+	VZEROUPPER
+	RET

@@ -105,3 +105,42 @@ func TestLayerNormSIMD(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnSumSIMD checks the column-block kernel of the float32 sums
+// over leading axes (a linear layer's bias gradient, SumTo) against the Go
+// loop bit for bit: Sum over axis 0 and SumTo over two axes, of contiguous
+// inputs and of column slices (rows wider than the sum), at widths that
+// cover every tail of the 32- and 4-column blocks, with few and many rows
+// (the many split across threads) and values of large spread.
+func TestColumnSumSIMD(t *testing.T) {
+	if !cpuHasSIMD {
+		t.Skipf("SIMD kernels not available (built: %v)", simdBuilt)
+	}
+	r := NewRNG(77)
+	widths := []int{64, 128, 131, 512}
+	for d := 1; d <= 40; d++ {
+		widths = append(widths, d)
+	}
+	for _, d := range widths {
+		for _, rows := range []int{1, 3, 4096} {
+			full := RandN(r, Float32, rows, d+5)
+			for i, v := range contig[float32](full) {
+				contig[float32](full)[i] = v * float32(math.Pow(10, float64(i%7-3)))
+			}
+			for _, x := range []*Tensor{full.Slice(1, 2, 2+d).Contiguous(), full.Slice(1, 2, 2+d)} {
+				var got, want, got2, want2 *Tensor
+				withSIMD(true, func() {
+					got = Sum(nil, x, 0, false)
+					got2 = SumTo(New(Float32, 1, 1, d), x.Reshape(1, rows, d).Expand(2, rows, d))
+				})
+				withSIMD(false, func() {
+					want = Sum(nil, x, 0, false)
+					want2 = SumTo(New(Float32, 1, 1, d), x.Reshape(1, rows, d).Expand(2, rows, d))
+				})
+				what := fmt.Sprintf("d %d rows %d contiguous %v", d, rows, x.IsContiguous())
+				sameBits(t, what+": Sum", got, want)
+				sameBits(t, what+": SumTo", got2, want2)
+			}
+		}
+	}
+}
