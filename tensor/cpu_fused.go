@@ -612,15 +612,24 @@ func adamWRange[T float](j *job, lo, hi int) {
 	l.seek(&c, lo)
 	in := l.nd - 1
 	s0, s1, s2, s3 := l.str[0][in], l.str[1][in], l.str[2][in], l.str[3][in]
+	simd := is32[T]() && useSIMD && s0 == 1 && s1 == 1 && s2 == 1 && s3 == 1
+	consts := [8]float64{b1, 1 - b1, b2, 1 - b2, stepSize, ibc2, eps, float64(decay)}
 	for pos := lo; pos < hi; {
 		n := min(l.dims[in]-c.idx[in], hi-pos)
-		for i := range n {
+		i0 := 0
+		if simd {
+			o0, o1, o2, o3 := c.off[0], c.off[1], c.off[2], c.off[3]
+			i0 = adamW32SIMD(f32s(p[o0:o0+n]), f32s(g[o1:o1+n]), f32s(m[o2:o2+n]), f32s(v[o3:o3+n]), &consts)
+		}
+		for i := i0; i < n; i++ {
 			ip, ig, im, iv := c.off[0]+i*s0, c.off[1]+i*s1, c.off[2]+i*s2, c.off[3]+i*s3
+			// Every product rounded on its own (no fused multiply-add), as
+			// adamWAVX2 does.
 			gi := float64(g[ig])
-			mi := b1*float64(m[im]) + (1-b1)*gi
-			vi := b2*float64(v[iv]) + (1-b2)*gi*gi
+			mi := float64(b1*float64(m[im])) + float64((1-b1)*gi)
+			vi := float64(b2*float64(v[iv])) + float64(float64((1-b2)*gi)*gi)
 			m[im], v[iv] = T(mi), T(vi)
-			p[ip] = p[ip]*decay - T(stepSize*mi/(math.Sqrt(vi)*ibc2+eps))
+			p[ip] = T(p[ip]*decay) - T(float64(stepSize*mi)/(float64(math.Sqrt(vi)*ibc2)+eps))
 		}
 		pos += n
 		if pos < hi {

@@ -191,6 +191,21 @@ func lnBackOutGammaSIMD(dx, gr, x, gamma []float32, c0, c1, c2, m float32) int {
 func mulAcc64AVX2(acc *float64, a, b *float32, n int)
 
 //go:noescape
+func adamWAVX2(p, grad, m, v *float32, n int, c *[8]float64)
+
+// adamW32SIMD runs adamWRange's update on the first len(p)&^3 elements of
+// the contiguous float32 slices p, g, m and v (of one length) with the
+// constants c (see adamWAVX2), with its bits, and returns how many it
+// updated.
+func adamW32SIMD(p, g, m, v []float32, c *[8]float64) int {
+	n := len(p) &^ 3
+	if n > 0 {
+		adamWAVX2(&p[0], &g[:n][0], &m[:n][0], &v[:n][0], n, c)
+	}
+	return n
+}
+
+//go:noescape
 func colAcc64AVX2(acc *float64, x *float32, ld, rows, n int)
 
 // colAcc64SIMD adds rows rows of x (row r at x[r*ld:]), as float64, to the

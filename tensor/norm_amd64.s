@@ -549,3 +549,64 @@ carow4:
 cadone:
 	VZEROUPPER
 	RET
+
+// func adamWAVX2(p, grad, m, v *float32, n int, c *[8]float64)
+// AdamW on n % 4 == 0 float32 elements with adamWRange's operations, four
+// at a time in float64 lanes; c holds b1, 1-b1, b2, 1-b2, stepSize, ibc2,
+// eps and float64(decay):
+//
+//	mi = b1·m + (1-b1)·g;  vi = b2·v + ((1-b2)·g)·g
+//	m, v = float32(mi), float32(vi)
+//	p = float32(p·decay) - float32(stepSize·mi / (sqrt(vi)·ibc2 + eps))
+TEXT ·adamWAVX2(SB), NOSPLIT, $0-48
+	MOVQ p+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), DX
+	MOVQ v+24(FP), R8
+	MOVQ n+32(FP), CX
+	MOVQ c+40(FP), AX
+	VBROADCASTSD 0(AX), Y8   // b1
+	VBROADCASTSD 8(AX), Y9   // 1-b1
+	VBROADCASTSD 16(AX), Y10 // b2
+	VBROADCASTSD 24(AX), Y11 // 1-b2
+	VBROADCASTSD 32(AX), Y12 // stepSize
+	VBROADCASTSD 40(AX), Y13 // ibc2
+	VBROADCASTSD 48(AX), Y14 // eps
+	VCVTSD2SS 56(AX), X15, X15
+	VBROADCASTSS X15, X15    // decay (float32)
+	SHRQ $2, CX
+	JZ awdone
+awloop:
+	VCVTPS2PD (SI), Y0       // g
+	VCVTPS2PD (DX), Y1       // m
+	VCVTPS2PD (R8), Y2       // v
+	VMULPD Y8, Y1, Y1        // b1·m
+	VMULPD Y9, Y0, Y3        // (1-b1)·g
+	VADDPD Y3, Y1, Y1        // mi
+	VMULPD Y10, Y2, Y2       // b2·v
+	VMULPD Y11, Y0, Y4       // (1-b2)·g
+	VMULPD Y0, Y4, Y4        // ·g
+	VADDPD Y4, Y2, Y2        // vi
+	VCVTPD2PSY Y1, X5
+	VMOVUPS X5, (DX)
+	VCVTPD2PSY Y2, X6
+	VMOVUPS X6, (R8)
+	VSQRTPD Y2, Y2
+	VMULPD Y13, Y2, Y2       // sqrt(vi)·ibc2
+	VADDPD Y14, Y2, Y2       // + eps
+	VMULPD Y12, Y1, Y1       // stepSize·mi
+	VDIVPD Y2, Y1, Y1
+	VCVTPD2PSY Y1, X1        // float32(update)
+	VMOVUPS (DI), X0
+	VMULPS X15, X0, X0       // float32(p·decay)
+	VSUBPS X1, X0, X0
+	VMOVUPS X0, (DI)
+	ADDQ $16, DI
+	ADDQ $16, SI
+	ADDQ $16, DX
+	ADDQ $16, R8
+	DECQ CX
+	JNZ awloop
+awdone:
+	VZEROUPPER
+	RET
