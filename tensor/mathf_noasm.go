@@ -63,6 +63,6 @@ func lnBackSums4GammaSIMD(gr, x, gamma []float32, mu float64, acc *[8]float64) i
 	panic(errNoSIMD)
 }
 func lnBackOutGammaSIMD(dx, gr, x, gamma []float32, c0, c1, c2, m float32) int { panic(errNoSIMD) }
-func adamW32SIMD(p, g, m, v []float32, c *[8]float64) int             { panic(errNoSIMD) }
+func adamW32SIMD(p, g, m, v []float32, c *[8]float64) int                      { panic(errNoSIMD) }
 func colAcc64SIMD(acc []float64, x []float32, ld, rows int) int                { panic(errNoSIMD) }
 func mulAcc64SIMD(acc []float64, a, b []float32) int                           { panic(errNoSIMD) }
