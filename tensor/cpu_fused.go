@@ -547,6 +547,51 @@ func attentionBackRange[T float](j *job, lo, hi int) {
 	putScratch(sp)
 }
 
+// softmaxGradRows sets each row of ds (n×n) to P∘(dP - rowsum(dP∘P)), P
+// the matching row of p (row stride ldp) and dP the row itself: the
+// softmax's backward. Each row sum is taken in float64 in column order;
+// four rows go at a time, so that their four sums' chains of additions
+// overlap, with the bits of one row at a time.
+func softmaxGradRows[T float](p []T, ldp int, ds []T, n int) {
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		p0, p1, p2, p3 := p[i*ldp:i*ldp+n], p[(i+1)*ldp:(i+1)*ldp+n], p[(i+2)*ldp:(i+2)*ldp+n], p[(i+3)*ldp:(i+3)*ldp+n]
+		d0, d1, d2, d3 := ds[i*n:(i+1)*n], ds[(i+1)*n:(i+2)*n], ds[(i+2)*n:(i+3)*n], ds[(i+3)*n:(i+4)*n]
+		var s0, s1, s2, s3 float64
+		for jj := range d0 {
+			s0 += float64(d0[jj]) * float64(p0[jj])
+			s1 += float64(d1[jj]) * float64(p1[jj])
+			s2 += float64(d2[jj]) * float64(p2[jj])
+			s3 += float64(d3[jj]) * float64(p3[jj])
+		}
+		softmaxGradRow(p0, d0, T(s0))
+		softmaxGradRow(p1, d1, T(s1))
+		softmaxGradRow(p2, d2, T(s2))
+		softmaxGradRow(p3, d3, T(s3))
+	}
+	for ; i < n; i++ {
+		pr, dr := p[i*ldp:i*ldp+n], ds[i*n:(i+1)*n]
+		s := 0.0
+		for jj := range dr {
+			s += float64(dr[jj]) * float64(pr[jj])
+		}
+		softmaxGradRow(pr, dr, T(s))
+	}
+}
+
+// softmaxGradRow sets d[j] = p[j]·(d[j] - st) (len(p) == len(d)).
+func softmaxGradRow[T float](p, d []T, st T) {
+	if is32[T]() && useSIMD && len(d) >= 8 {
+		// d - st is d + (-st) exactly.
+		addScalarVec32SIMD(f32s(d), f32s(d), float32(-st))
+		arithVec32SIMD(BinaryMul, f32s(d), f32s(p), f32s(d), 0)
+		return
+	}
+	for j := range d {
+		d[j] = p[j] * (d[j] - st)
+	}
+}
+
 // attnHead holds the offsets and row strides of one (batch, head) pair of
 // the operands of the attention backward.
 type attnHead struct {
@@ -571,19 +616,7 @@ func attnBackHead[T float](a *attnHead, n, dh int, scale T, p []T, ldp int, ds, 
 	gemmT(true, false, n, dh, n, 1, p, ldp, g[a.og:], a.ldg, 0, dv[a.odv:], a.lddv)
 	// dP = gout·vᵀ
 	gemmT(false, true, n, n, dh, 1, g[a.og:], a.ldg, v[a.ov:], a.ldv, 0, ds, n)
-	// dS = P∘(dP - rowsum(dP∘P))
-	for i := range n {
-		pr := p[i*ldp : i*ldp+n]
-		dr := ds[i*n : (i+1)*n]
-		s := 0.0
-		for jj := range dr {
-			s += float64(dr[jj]) * float64(pr[jj])
-		}
-		st := T(s)
-		for jj := range dr {
-			dr[jj] = pr[jj] * (dr[jj] - st)
-		}
-	}
+	softmaxGradRows(p, ldp, ds, n)
 	// dq = scale·dS·k,  dk = scale·dSᵀ·q
 	gemmT(false, false, n, dh, n, scale, ds, n, k[a.ok:], a.ldk, 0, dq[a.odq:], a.lddq)
 	gemmT(true, false, n, dh, n, scale, ds, n, q[a.oq:], a.ldq, 0, dk[a.odk:], a.lddk)

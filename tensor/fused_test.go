@@ -315,3 +315,67 @@ func TestAdamWStep(t *testing.T) {
 		assertClose(t, v, p.shape, wantV, 1e-6, "v")
 	}
 }
+
+// TestSoftmaxGradRows checks the attention backward's softmax gradient
+// rows, four at a time and with the vector kernels, against one row at a
+// time in the plain loop, bit for bit: n from 1 to 70 (every remainder of
+// four rows and every vector tail), a row stride wider than n, and rows
+// of probabilities with zeros, in float32 and float64.
+func TestSoftmaxGradRows(t *testing.T) {
+	r := NewRNG(46)
+	for _, dt := range dtypes {
+		for n := 1; n <= 70; n++ {
+			ldp := n + 3
+			p, ds := randT(r, dt, n*ldp), randT(r, dt, n*n)
+			pv, dv := p.Float64s(), ds.Float64s()
+			for i := range pv {
+				if i%7 == 0 {
+					pv[i] = 0
+				} else {
+					pv[i] = math.Abs(pv[i])
+				}
+			}
+			want := make([]float64, len(dv))
+			for i := range n {
+				var s float64
+				for j := range n {
+					if dt == Float32 {
+						s += float64(float32(dv[i*n+j])) * float64(float32(pv[i*ldp+j]))
+					} else {
+						s += dv[i*n+j] * pv[i*ldp+j]
+					}
+				}
+				for j := range n {
+					if dt == Float32 {
+						st := float32(s)
+						want[i*n+j] = float64(float32(pv[i*ldp+j]) * (float32(dv[i*n+j]) - st))
+					} else {
+						want[i*n+j] = pv[i*ldp+j] * (dv[i*n+j] - s)
+					}
+				}
+			}
+			if dt == Float32 {
+				pp, dd := make([]float32, len(pv)), make([]float32, len(dv))
+				for i := range pv {
+					pp[i] = float32(pv[i])
+				}
+				for i := range dv {
+					dd[i] = float32(dv[i])
+				}
+				softmaxGradRows(pp, ldp, dd, n)
+				for i := range dd {
+					if math.Float32bits(dd[i]) != math.Float32bits(float32(want[i])) {
+						t.Fatalf("float32 n %d: ds[%d] = %v, want %v", n, i, dd[i], want[i])
+					}
+				}
+				continue
+			}
+			softmaxGradRows(pv, ldp, dv, n)
+			for i := range dv {
+				if math.Float64bits(dv[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("float64 n %d: ds[%d] = %v, want %v", n, i, dv[i], want[i])
+				}
+			}
+		}
+	}
+}
