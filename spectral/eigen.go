@@ -327,13 +327,15 @@ func fixPhase(z []complex128) {
 	for _, x := range z {
 		big = max(big, cmplx.Abs(x))
 	}
-	for _, x := range z {
+	for k, x := range z {
 		if a := cmplx.Abs(x); a >= big*(1-1e-9) && a > 0 {
 			ph := cmplx.Conj(x) / complex(a, 0)
 			for i := range z {
 				z[i] *= ph
 			}
-			// make the pivot exactly real
+			// The pivot exactly real: the product leaves an imaginary part
+			// of the order of 1e-17 whose sign depends on the build.
+			z[k] = complex(real(z[k]), 0)
 			return
 		}
 	}

@@ -366,9 +366,9 @@ func checkHermitianPairs(t *testing.T, re, im []float64, e *Eig) {
 				t.Fatalf("slot %d row %d: residual %g", j, i, cmplx.Abs(s-complex(e.Values[j], 0)*z[i]))
 			}
 		}
-		for i, x := range z { // phase convention
+		for i, x := range z { // phase convention: the pivot exactly real
 			if cmplx.Abs(x) >= big*(1-1e-9) {
-				if real(x) <= 0 || math.Abs(imag(x)) > 1e-12 {
+				if real(x) <= 0 || imag(x) != 0 {
 					t.Fatalf("slot %d: pivot entry %d = %v, want real positive", j, i, x)
 				}
 				break

@@ -17,7 +17,7 @@ func arithGo(op BinaryOp, d, a, b []float32, alpha float32) {
 		case BinaryMul:
 			d[i] = a[i] * b[i]
 		case BinaryAddScaled:
-			d[i] = a[i] + alpha*b[i]
+			d[i] = a[i] + float32(alpha*b[i])
 		}
 	}
 }

@@ -336,7 +336,7 @@ func binaryVec[T float](op BinaryOp, d, a, b []T, alpha T) {
 		}
 	case BinaryAddScaled:
 		for i := range d {
-			d[i] = a[i] + alpha*b[i]
+			d[i] = a[i] + T(alpha*b[i]) // two roundings, as the vector kernel, in every build
 		}
 	case BinaryReLUGrad:
 		for i := range d {

@@ -551,7 +551,8 @@ func attentionBackRange[T float](j *job, lo, hi int) {
 // the matching row of p (row stride ldp) and dP the row itself: the
 // softmax's backward. Each row sum is taken in float64 in column order;
 // four rows go at a time, so that their four sums' chains of additions
-// overlap, with the bits of one row at a time.
+// overlap, with the bits of one row at a time. Every product is rounded
+// before it is added (no fused multiply-add in any build).
 func softmaxGradRows[T float](p []T, ldp int, ds []T, n int) {
 	i := 0
 	for ; i+4 <= n; i += 4 {
@@ -559,10 +560,10 @@ func softmaxGradRows[T float](p []T, ldp int, ds []T, n int) {
 		d0, d1, d2, d3 := ds[i*n:(i+1)*n], ds[(i+1)*n:(i+2)*n], ds[(i+2)*n:(i+3)*n], ds[(i+3)*n:(i+4)*n]
 		var s0, s1, s2, s3 float64
 		for jj := range d0 {
-			s0 += float64(d0[jj]) * float64(p0[jj])
-			s1 += float64(d1[jj]) * float64(p1[jj])
-			s2 += float64(d2[jj]) * float64(p2[jj])
-			s3 += float64(d3[jj]) * float64(p3[jj])
+			s0 += float64(float64(d0[jj]) * float64(p0[jj]))
+			s1 += float64(float64(d1[jj]) * float64(p1[jj]))
+			s2 += float64(float64(d2[jj]) * float64(p2[jj]))
+			s3 += float64(float64(d3[jj]) * float64(p3[jj]))
 		}
 		softmaxGradRow(p0, d0, T(s0))
 		softmaxGradRow(p1, d1, T(s1))
@@ -573,7 +574,7 @@ func softmaxGradRows[T float](p []T, ldp int, ds []T, n int) {
 		pr, dr := p[i*ldp:i*ldp+n], ds[i*n:(i+1)*n]
 		s := 0.0
 		for jj := range dr {
-			s += float64(dr[jj]) * float64(pr[jj])
+			s += float64(float64(dr[jj]) * float64(pr[jj]))
 		}
 		softmaxGradRow(pr, dr, T(s))
 	}

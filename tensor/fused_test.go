@@ -342,7 +342,7 @@ func TestSoftmaxGradRows(t *testing.T) {
 					if dt == Float32 {
 						s += float64(float32(dv[i*n+j])) * float64(float32(pv[i*ldp+j]))
 					} else {
-						s += dv[i*n+j] * pv[i*ldp+j]
+						s += float64(dv[i*n+j] * pv[i*ldp+j])
 					}
 				}
 				for j := range n {

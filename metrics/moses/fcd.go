@@ -26,8 +26,9 @@ type Embedder interface {
 //
 //	d = |mu_g - mu_r|^2 + Tr(S_g + S_r - 2 (S_g S_r)^(1/2))
 //
-// with unbiased covariances, as fcd_torch computes it. It needs at least
-// two vectors on each side.
+// with unbiased covariances, as fcd_torch computes it, and 0 where
+// rounding leaves a tiny negative value. It needs at least two vectors on
+// each side.
 func FCD(ctx context.Context, e Embedder, gen, ref []string) (float64, error) {
 	eg, err := e.Embed(ctx, gen)
 	if err != nil {
@@ -103,7 +104,11 @@ func FrechetDistance(a, b [][]float64) (float64, error) {
 	for i := 0; i < d; i++ {
 		tr += s1.At(i, i) + s2.At(i, i)
 	}
-	return diff + tr - 2*trSqrt, nil
+	// A distance is not negative: for close sets the trace terms cancel, and
+	// rounding (which depends on the build: GOAMD64=v3 fuses products) can
+	// leave a remainder of either sign, which the square roots of a
+	// near-singular covariance's eigenvalues amplify to ~1e-7 of the trace.
+	return max(diff+tr-2*trSqrt, 0), nil
 }
 
 func meanCov(x [][]float64, d int) ([]float64, *mat.SymDense) {

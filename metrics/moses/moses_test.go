@@ -149,7 +149,9 @@ func (countEmbedder) Embed(_ context.Context, s []string) ([][]float64, error) {
 func TestFCDWithEmbedder(t *testing.T) {
 	gen := []string{"CCO", "c1ccccc1", "CCN"}
 	d, err := FCD(context.Background(), countEmbedder{}, gen, gen)
-	if err != nil || math.Abs(d) > 1e-9 {
+	// Not exactly 0: the ring-digit counts are nearly collinear with the
+	// lengths, and square roots of near-zero eigenvalues amplify rounding.
+	if err != nil || d < 0 || d > 1e-6 {
 		t.Errorf("FCD of a set with itself = %v (%v)", d, err)
 	}
 }

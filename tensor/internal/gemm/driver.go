@@ -532,7 +532,9 @@ func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0,
 
 // mergeTile merges the mrc x nrc corner of an edge tile computed with
 // alpha 1 and beta 0 into C at (row, col): alpha times it, plus the bias or
-// beta times C.
+// beta times C, each product rounded before the sum (as the kernels round
+// alpha times the tile before adding the bias) in every build: the
+// conversions keep a compiler from fusing them (GOAMD64=v3).
 func (j *job[T]) mergeTile(c []T, ldc int, tile []T, row, col, mrc, nrc int, beta T, bias []T) {
 	nr, alpha := j.kn.nr, j.alpha
 	for i := range mrc {
@@ -542,7 +544,7 @@ func (j *job[T]) mergeTile(c []T, ldc int, tile []T, row, col, mrc, nrc int, bet
 		case bias != nil:
 			bt := bias[col : col+nrc]
 			for jj, t := range trow {
-				crow[jj] = alpha*t + bt[jj]
+				crow[jj] = T(alpha*t) + bt[jj]
 			}
 		case beta == 0:
 			for jj, t := range trow {
@@ -550,7 +552,7 @@ func (j *job[T]) mergeTile(c []T, ldc int, tile []T, row, col, mrc, nrc int, bet
 			}
 		default:
 			for jj, t := range trow {
-				crow[jj] = alpha*t + beta*crow[jj]
+				crow[jj] = T(alpha*t) + T(beta*crow[jj])
 			}
 		}
 	}

@@ -216,14 +216,14 @@ func naiveKernel[T scalar](name string, mr, nr, mc, kc, nc int) *kernel[T] {
 				for j := range nr {
 					var s T
 					for p := range kc {
-						s += ap[p*mr+i] * bp[p*nr+j]
+						s += T(ap[p*mr+i] * bp[p*nr+j])
 					}
 					if bias != nil {
-						cs[i*ldc+j] = alpha*s + unsafe.Slice(bias, nr)[j]
+						cs[i*ldc+j] = T(alpha*s) + unsafe.Slice(bias, nr)[j]
 					} else if beta == 0 {
 						cs[i*ldc+j] = alpha * s
 					} else {
-						cs[i*ldc+j] = alpha*s + beta*cs[i*ldc+j]
+						cs[i*ldc+j] = T(alpha*s) + T(beta*cs[i*ldc+j])
 					}
 				}
 			}

@@ -1,7 +1,9 @@
 package gemm
 
 // smallGemm computes C = alpha*op(A)*op(B) + beta*C directly, without
-// packing, in one thread. Arguments are valid and alpha != 0, k > 0.
+// packing, in one thread. Arguments are valid and alpha != 0, k > 0. Every
+// product is rounded before it is added, in every build (the conversions
+// keep a compiler from fusing them).
 func smallGemm[T scalar](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if transB {
 		// Dot products: row j of B is column j of op(B).
@@ -12,18 +14,18 @@ func smallGemm[T scalar](transA, transB bool, m, n, k int, alpha T, a []T, lda i
 				var s T
 				if transA {
 					for p, bv := range brow {
-						s += a[p*lda+i] * bv
+						s += T(a[p*lda+i] * bv)
 					}
 				} else {
 					arow := a[i*lda : i*lda+k]
 					for p, bv := range brow {
-						s += arow[p] * bv
+						s += T(arow[p] * bv)
 					}
 				}
 				if beta == 0 {
 					crow[j] = alpha * s
 				} else {
-					crow[j] = alpha*s + beta*crow[j]
+					crow[j] = T(alpha*s) + T(beta*crow[j])
 				}
 			}
 		}
@@ -49,7 +51,7 @@ func smallGemm[T scalar](transA, transB bool, m, n, k int, alpha T, a []T, lda i
 			av *= alpha
 			brow := b[p*ldb : p*ldb+n]
 			for j, bv := range brow {
-				crow[j] += av * bv
+				crow[j] += T(av * bv)
 			}
 		}
 	}
