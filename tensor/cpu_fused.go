@@ -79,8 +79,23 @@ func layerNormRange[T float](j *job, lo, hi int) {
 	gamma, beta := optContig[T](j.t[4]), optContig[T](j.t[5])
 	d := j.n[0]
 	eps := j.f[0]
+	four := is32[T]() && useSIMD && d%4 == 0 && d > 0
+	var m4, s4 [4]float32 // the statistics of rows r4..r4+3
+	r4 := -4
 	for r := lo; r < hi; r++ {
-		m, s := layerNormRow(y[r*d:(r+1)*d], x[r*d:(r+1)*d], gamma, beta, eps)
+		yr, xr := y[r*d:(r+1)*d], x[r*d:(r+1)*d]
+		var m, s T
+		if four && r >= r4+4 && r+4 <= hi {
+			// Four rows' statistics at a time, with the bits of one.
+			r4 = r
+			m4, s4 = layerNormStats4(f32s(x[r*d:(r+4)*d]), d, eps)
+		}
+		if r < r4+4 {
+			m, s = T(m4[r-r4]), T(s4[r-r4])
+			layerNormAffine(yr, xr, gamma, beta, m, s)
+		} else {
+			m, s = layerNormRow(yr, xr, gamma, beta, eps)
+		}
 		if mean != nil {
 			mean[r] = m
 		}
