@@ -470,7 +470,7 @@ func softmaxRows[T float](p []T, ld, rows, n int, keep, lse []T) {
 		for ; i+4 <= rows; i += 4 {
 			r := f32s(p[i*ld : (i+3)*ld+n])
 			if !softmaxRows4AVX512(&r[0], ld, kp, n, &m, &s) {
-				break // a row with nothing kept: one row at a time below
+				break // a row with nothing kept: the rest one row at a time
 			}
 			if lse != nil {
 				for r := range 4 {
