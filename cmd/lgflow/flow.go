@@ -238,11 +238,14 @@ func selectTraining(device string, tf32 bool) (tensor.Backend, func() string, er
 }
 
 func runSample(ctx context.Context, args []string) error {
-	fs := newFlagSet("sample", "lgflow sample -vae V -flow F -n N [-steps S] [-seed S] [-method euler|heun] [-edge-rule or|and|mean] [-format g6|nodelink|smiles] -o OUT")
+	fs := newFlagSet("sample", "lgflow sample -vae V -flow F -n N [-steps S] [-final-jump T] [-temperature τ] [-seed S] [-method euler|heun] [-edge-rule or|and|mean] [-format g6|nodelink|smiles] -o OUT")
 	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors)")
 	flowPath := fs.String("flow", "", "trained LG-Flow (flow.safetensors)")
 	n := fs.Int("n", 256, "number of graphs")
 	steps := fs.Int("steps", 0, "integration steps (default: flow.Sample's)")
+	finalJump := fs.Float64("final-jump", 0, "integrate to this time in (0.01, 1], then take the denoiser's one-step estimate of the data (default: flow.Sample's, 0.95; 1: none, the reference sampler)")
+	temperature := fs.Float64("temperature", 0, "scale of the initial noise (default 1; below 1: more often valid, less diverse)")
+	timeShift := fs.Float64("time-shift", 0, "warp the time grid toward shorter steps near the data, t = s·u/(1+(s-1)·u) (default 1: uniform)")
 	seed := fs.Uint64("seed", 0, "seed")
 	batch := fs.Int("batch", 256, "graphs integrated together")
 	method := fs.String("method", "", "integrator: euler or heun (default: flow.Sample's)")
@@ -273,6 +276,15 @@ func runSample(ctx context.Context, args []string) error {
 	opts := []flow.SampleOption{flow.WithSeed(*seed), flow.WithBatchSize(*batch), flow.WithProgress(progress.Bar(stderr, "sampling"))}
 	if set["steps"] {
 		opts = append(opts, flow.WithSteps(*steps))
+	}
+	if set["final-jump"] {
+		opts = append(opts, flow.WithFinalJump(*finalJump))
+	}
+	if set["temperature"] {
+		opts = append(opts, flow.WithTemperature(*temperature))
+	}
+	if set["time-shift"] {
+		opts = append(opts, flow.WithTimeShift(*timeShift))
 	}
 	if set["method"] {
 		opts = append(opts, flow.WithMethod(flow.Method(*method)))

@@ -227,3 +227,27 @@ func TestTrainFlowSplit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 6, other.DiT.Depth) // DiT-T
 }
+
+// TestSampleSamplerFlags checks that sample's sampler flags reach
+// flow.Sample: the defaults spelt out give the same samples as no flags,
+// and another temperature gives other samples (node-link JSON keeps the
+// graphs' labels, so any change shows). The tiny untrained flow's decoded
+// samples need not change with the time grid (its final jump or warp);
+// that -final-jump and -time-shift reach flow.Sample shows in TestBadInput
+// (flow.Sample's errors for values out of range).
+func TestSampleSamplerFlags(t *testing.T) {
+	dir := t.TempDir()
+	vc := tinyVAEConfig()
+	vc.Directed, vc.QPerGraph, vc.NodeClasses = true, true, 5
+	v, f := tinyModels(t, dir, vc)
+	sample := func(extra ...string) string {
+		t.Helper()
+		args := append([]string{"sample", "-vae", v, "-flow", f, "-n", "8", "-steps", "4", "-seed", "3", "-format", "nodelink"}, extra...)
+		code, out, errOut := run(t, args...)
+		require.Equal(t, 0, code, errOut)
+		return out
+	}
+	base := sample()
+	assert.Equal(t, base, sample("-final-jump", "0.95", "-temperature", "1", "-time-shift", "1"))
+	assert.NotEqual(t, base, sample("-temperature", "3"))
+}
