@@ -207,9 +207,11 @@ func (m *Model) TimeEmbedding(dt tensor.DType, t []float64) *tensor.Tensor {
 // groups at a time keep two cores busy where one group leaves them idle a
 // fifth of the time (its serial stretches and the ends of its kernels):
 // sampling 256 planar graphs on the two-core Zen 5 took 10.7-11.4 s
-// against 13.0-14.5 s with one group of 4,096 at a time (10.4-11.0 s with
-// two of 4,096, 375 MB). Sets never interact and the kernels' results do not depend on
-// the number of threads, so the result is the same bit for bit.
+// against 13.0-14.5 s with one group of 4,096 at a time. Two groups of
+// 4,096 (375 MB) were 0.2-0.3 s faster once and no faster, with 3,072 too,
+// after later kernel changes. Sets never interact and the kernels' results
+// do not depend on the number of threads, so the result is the same bit
+// for bit.
 const EvalTokens = 2048
 
 // EvalGroups is the number of token groups that a no-grad forward pass on
