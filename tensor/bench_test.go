@@ -250,8 +250,10 @@ func BenchmarkLayerNormModulate(b *testing.B) {
 // BenchmarkFlashAttentionSample measures FlashAttention as a DiT's sampling
 // step calls it: no log-sum-exp, q, k and v strided views into one (B, N,
 // 3, H, Dh) projection, a (B, N) token mask of ones, N=64, H=4, Dh=32, in
-// GFLOP/s of its two matrix products and ns per head. B=32 is one of the
-// sampler's token groups (2,048 tokens, a 3 MB projection); B=2 fits in L2.
+// GFLOP/s of its two matrix products and wall-clock ns per head (heads
+// run in parallel: with GOMAXPROCS=1 it is the CPU time of one head). B=32
+// is one of the sampler's token groups (2,048 tokens, a 3 MB projection);
+// B=2 fits in L2.
 func BenchmarkFlashAttentionSample(b *testing.B) {
 	const H, N, D = 4, 64, 32
 	for _, B := range []int{2, 32} {
