@@ -825,6 +825,18 @@ TEXT ·geluGradAVX512(SB), NOSPLIT, $0-32
 	VCVTPS2PD Y4, Z4; \
 	VADDPD Z4, Z9, Z9
 
+// SOFTMAXTAILMASK sets K2 to the lanes of a row's last block of 16 (n in
+// CX, n >= 1): the low ((n-1)%16)+1 bits, all 16 when n%16 == 0. It
+// clobbers AX, CX and R8.
+#define SOFTMAXTAILMASK \
+	LEAQ -1(CX), R8; \
+	ANDQ $15, R8; \
+	LEAQ 1(R8), CX; \
+	MOVL $1, AX; \
+	SHLL CX, AX; \
+	DECL AX; \
+	KMOVW AX, K2
+
 // func softmaxRowAVX512(row, keep *float32, n int) (m float32, sum float64)
 //
 // The whole of maskedSoftmaxRow for a float32 row with a key mask, in one
@@ -839,18 +851,7 @@ TEXT ·softmaxRowAVX512(SB), NOSPLIT, $0-40
 	VBROADCASTSS mfNegInf<>(SB), Z7
 	VMOVAPS Z7, Z5
 	VPXORD Z6, Z6, Z6
-	// K2: the lanes of the last, partial block (all 16 if n%16 == 0).
-	MOVQ CX, R8
-	ANDQ $15, R8
-	MOVL $0xffff, AX
-	TESTQ R8, R8
-	JZ fullmask
-	MOVL $1, AX
-	MOVQ R8, CX
-	SHLL CX, AX
-	DECL AX
-fullmask:
-	KMOVW AX, K2
+	SOFTMAXTAILMASK
 	MOVQ n+16(FP), CX
 	// BX: the blocks of 16 before the last block (partial or full).
 	MOVQ CX, BX
@@ -1083,22 +1084,11 @@ TEXT ·softmaxRows4AVX512(SB), NOSPLIT, $0-49
 	MOVQ sum+40(FP), R13
 	VBROADCASTSS mfNegInf<>(SB), Z7
 	VPXORD Z6, Z6, Z6
-	// K2: the lanes of the last, partial block (all 16 if n%16 == 0).
-	MOVQ CX, R8
-	ANDQ $15, R8
-	MOVL $0xffff, AX
-	TESTQ R8, R8
-	JZ s4fullmask
-	MOVL $1, AX
-	MOVQ R8, CX
-	SHLL CX, AX
-	DECL AX
-s4fullmask:
-	KMOVW AX, K2
+	SOFTMAXTAILMASK
 	MOVL $0xffff, AX
 	KMOVW AX, K4 // a full block
 	MOVQ n+24(FP), CX
-	// BX: the blocks of 16 before the last block (partial or full).
+	// R10 and R14: the blocks of 16 before the last block (partial or full).
 	MOVQ CX, R10
 	DECQ R10
 	SHRQ $4, R10
