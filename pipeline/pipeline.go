@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -73,6 +75,11 @@ type Options struct {
 	// (vae.WithConnected) where Spec.Connected does; the paper's sampler
 	// does none of these, and the report says so.
 	Constrained bool
+	// Fill, with Constrained, is vae.WithEdgeFill's confidence bound (nil:
+	// the dataset's Spec.Fill; +Inf: no fill). Only datasets whose
+	// constraint is a property of edges (Spec.Constraint, not spanning
+	// trees; undirected) can be filled.
+	Fill *float64
 	// Reencode is vae.WithReencode's number of candidate pairs per graph,
 	// with ReencodeRounds rounds (0: no re-encoding search).
 	Reencode    int
@@ -92,6 +99,18 @@ type Options struct {
 // Options.Reencode asks for: on the planar test latents the search settles
 // within five.
 const ReencodeRounds = 8
+
+// fill returns the edge-fill bound that applies: Options.Fill, else the
+// dataset's under constrained decoding, else nil.
+func (o Options) fill(spec Spec) *float64 {
+	if o.Fill != nil {
+		return o.Fill
+	}
+	if o.Constrained {
+		return spec.Fill
+	}
+	return nil
+}
 
 // sampleOptions returns the flow.Sample options Options sets.
 func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
@@ -128,6 +147,14 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 		}
 		if spec.Connected {
 			opts = append(opts, flow.WithDecodeOptions(vae.WithConnected()))
+		}
+	}
+	if fill := o.fill(spec); fill != nil {
+		if !o.Constrained || spec.Constraint == nil || spec.SpanningTree {
+			return nil, fmt.Errorf("pipeline: an edge fill needs constrained decoding under a property of edges (-constrained; %s: %s)", spec.Name, cmp.Or(spec.ConstraintName, "none"))
+		}
+		if !math.IsInf(*fill, 1) {
+			opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeFill(*fill)))
 		}
 	}
 	if o.Reencode < 0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -484,6 +485,60 @@ func TestShippedModelsLoad(t *testing.T) {
 	}
 }
 
+// TestSpecFill checks the edge fill's plumbing: constrained planar decoding
+// fills by default (Spec.Fill), Options.Fill overrides the bound, +Inf
+// turns it off, and datasets whose constraint is not a property of edges
+// refuse it.
+func TestSpecFill(t *testing.T) {
+	planarSpec, err := Lookup("planar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if planarSpec.Fill == nil {
+		t.Fatal("planar: no default fill")
+	}
+	for _, c := range []struct {
+		name string
+		o    Options
+		n    int // sample options: seed, batch, constraint, connected, fill
+	}{
+		{"unconstrained", Options{}, 2},
+		{"constrained, the dataset's fill", Options{Constrained: true}, 5},
+		{"constrained, another bound", Options{Constrained: true, Fill: ptr(-1.0)}, 5},
+		{"constrained, no fill", Options{Constrained: true, Fill: ptr(math.Inf(1))}, 4},
+	} {
+		opts, err := c.o.sampleOptions(planarSpec)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(opts) != c.n {
+			t.Errorf("%s: %d sample options, want %d", c.name, len(opts), c.n)
+		}
+	}
+	if f := (Options{Constrained: true, Fill: ptr(-1.0)}).fill(planarSpec); f == nil || *f != -1 {
+		t.Errorf("Options.Fill -1: fill %v", f)
+	}
+	if f := (Options{}).fill(planarSpec); f != nil {
+		t.Errorf("unconstrained: fill %v, want none", *f)
+	}
+	tree, err := Lookup("tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Options{Constrained: true, Fill: ptr(-2.0)}).sampleOptions(tree); err == nil {
+		t.Error("tree (spanning trees): fill accepted")
+	}
+	r := newReport(planarSpec, Options{Constrained: true}, 1)
+	if r.Fill == nil || *r.Fill != *planarSpec.Fill {
+		t.Errorf("report: fill %v, want %v", r.Fill, *planarSpec.Fill)
+	}
+	if r = newReport(planarSpec, Options{Constrained: true, Fill: ptr(math.Inf(1))}, 1); r.Fill != nil {
+		t.Errorf("report without fill: fill %v", *r.Fill)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // TestSampleOptionsBad: sampler settings that cannot be honoured are errors,
 // not silently ignored.
 func TestSampleOptionsBad(t *testing.T) {
@@ -503,6 +558,8 @@ func TestSampleOptionsBad(t *testing.T) {
 		{"negative steps", Options{Steps: -1}, false},
 		{"negative temperature", Options{Temperature: -0.5}, false},
 		{"unknown edge rule", Options{EdgeRule: "xor"}, false},
+		{"fill without constrained decoding", Options{Fill: ptr(-2.0)}, false},
+		{"fill under constrained decoding", Options{Constrained: true, Fill: ptr(-2.0)}, true},
 	} {
 		opts, err := c.o.sampleOptions(spec)
 		if (err == nil) != c.ok {

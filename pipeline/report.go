@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"lgflow/metrics"
@@ -28,6 +29,8 @@ type Report struct {
 	EdgeRule    string   `json:"edge_rule"`
 	EdgeMargin  *float64 `json:"edge_margin,omitempty"`
 	Constrained bool     `json:"constrained,omitempty"`
+	// Fill is the edge-fill bound constrained decoding used (vae.WithEdgeFill), if any.
+	Fill        *float64 `json:"fill,omitempty"`
 	Reencode    int      `json:"reencode,omitempty"`
 	Temperature float64  `json:"temperature,omitempty"`
 	FinalJump   float64  `json:"final_jump,omitempty"`
@@ -85,6 +88,10 @@ func newReport(spec Spec, o Options, n int) *Report {
 		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained, Reencode: o.Reencode}
 	if o.Constrained {
 		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint ("+spec.ConstraintName+"), which the paper's sampler does not do; validity is then partly by construction")
+	}
+	if f := o.fill(spec); f != nil && !math.IsInf(*f, 1) {
+		r.Fill = f
+		r.Notes = append(r.Notes, fmt.Sprintf("edge fill: the missing pairs of edge confidence at least %g added back, most confident first, while the constraint holds (vae.WithEdgeFill)", *f))
 	}
 	if o.Reencode > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("re-encoding search: each decoded graph compared with its variants in its %d least confident pairs, keeping the one whose encoding is nearest to the latents (vae.WithReencode); not the paper's decoder", o.Reencode))

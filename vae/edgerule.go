@@ -67,8 +67,10 @@ type decodeOptions struct {
 	margin    float64
 	marginSet bool // WithEdgeMargin was given: margin replaces Config.EdgeMargin
 	keep      func(*graph.Graph) bool
-	tree      bool // WithSpanningTree
-	connected bool // WithConnected
+	tree      bool    // WithSpanningTree
+	connected bool    // WithConnected
+	fill      bool    // WithEdgeFill
+	fillMin   float64 // WithEdgeFill's confidence bound
 
 	reencodeK, reencodeRounds int // WithReencode
 }
@@ -113,6 +115,23 @@ func WithSpanningTree() DecodeOption { return func(o *decodeOptions) { o.tree = 
 // Directed models refuse it.
 func WithConnected() DecodeOption { return func(o *decodeOptions) { o.connected = true } }
 
+// WithEdgeFill completes every decoded graph under WithEdgeConstraint: the
+// pairs the decoder left out whose confidence (pairConfidence, as for
+// WithSpanningTree) is at least minConfidence are added, most confident
+// first, each kept only if the constraint still holds with it. Decoders
+// that hesitate between two exclusive edges (the two diagonals of a
+// quadrilateral in a near-triangulation) often predict neither, or both,
+// which the constraint then cuts to one of them or none; the fill adds the
+// more confident one back. minConfidence bounds what may be added: 0 adds
+// only pairs the argmax would have decoded, -2 pairs of edge probability
+// down to about 0.12 (for one edge class, confidence c is probability
+// sigmoid(c); +Inf adds nothing). It applies after WithConnected's joins. Like the
+// constraint it is constrained decoding, not what the paper's decoder
+// does; it needs WithEdgeConstraint and an undirected model.
+func WithEdgeFill(minConfidence float64) DecodeOption {
+	return func(o *decodeOptions) { o.fill, o.fillMin = true, minConfidence }
+}
+
 // WithEdgeRule sets how undirected edges are decided (default
 // EitherDirection).
 func WithEdgeRule(r EdgeRule) DecodeOption { return func(o *decodeOptions) { o.rule = r } }
@@ -150,6 +169,9 @@ func (m *Model) decodeOptions(opts []DecodeOption) (decodeOptions, error) {
 	if err == nil && o.connected && m.Cfg.Directed {
 		err = errors.New("vae: WithConnected is for undirected models")
 	}
+	if err == nil && o.fill && m.Cfg.Directed {
+		err = errors.New("vae: WithEdgeFill is for undirected models")
+	}
 	if err == nil {
 		err = m.checkReencode(o)
 	}
@@ -169,6 +191,12 @@ func buildDecodeOptions(opts []DecodeOption) (decodeOptions, error) {
 	}
 	if o.tree && o.keep != nil {
 		return o, errors.New("vae: WithSpanningTree and WithEdgeConstraint exclude each other")
+	}
+	if o.fill && o.keep == nil {
+		return o, errors.New("vae: WithEdgeFill needs WithEdgeConstraint")
+	}
+	if o.fill && math.IsNaN(o.fillMin) {
+		return o, errors.New("vae: edge fill bound is NaN")
 	}
 	return o, nil
 }

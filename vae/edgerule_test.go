@@ -500,3 +500,65 @@ func randomDecode(r *tensor.RNG, n int, score func(i, j int, z float64) float64)
 	conf := func(i, j int) float64 { return max(lg.At(0, i, j, 1), lg.At(0, j, i, 1)) }
 	return &Decoded{EdgeLogits: autograd.NewConst(lg), Sizes: []int{n}, N: n}, conf
 }
+
+// TestEdgeFill checks WithEdgeFill on hand-made scores: missing pairs at or
+// above the bound are added most confident first while the constraint
+// holds, pairs below it never, and the decoded edges all stay.
+func TestEdgeFill(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 1}}
+	// Decoded (positive): {0,1} 3, {1,2} 2. Missing: {2,3} -0.5, {0,2}
+	// -1, {0,3} -1.5, {1,3} -3 (not in pair order); the rest -5.
+	score := map[[2]int]float64{{0, 1}: 3, {1, 2}: 2, {2, 3}: -0.5, {0, 2}: -1, {3, 0}: -1.5, {1, 3}: -3}
+	dec := scoredDecode(4, score, -5)
+	atMost := func(k int) func(*graph.Graph) bool { return func(g *graph.Graph) bool { return g.M() <= k } }
+	noTriangle := func(g *graph.Graph) bool {
+		for _, tri := range [][3]int{{0, 1, 2}, {0, 1, 3}, {0, 2, 3}, {1, 2, 3}} {
+			if g.HasEdge(tri[0], tri[1]) && g.HasEdge(tri[1], tri[2]) && g.HasEdge(tri[0], tri[2]) {
+				return false
+			}
+		}
+		return true
+	}
+	all := func(*graph.Graph) bool { return true }
+	for _, tc := range []struct {
+		name string
+		keep func(*graph.Graph) bool
+		min  float64
+		want [][2]int
+	}{
+		{"bound above every missing pair", all, 0, [][2]int{{0, 1}, {1, 2}}},
+		{"bound -1", all, -1, [][2]int{{0, 1}, {1, 2}, {0, 2}, {2, 3}}},
+		{"bound -3", all, -3, [][2]int{{0, 1}, {1, 2}, {0, 2}, {2, 3}, {0, 3}, {1, 3}}},
+		{"at most three edges", atMost(3), -3, [][2]int{{0, 1}, {1, 2}, {2, 3}}},
+		// {2,3} fits; {0,2} closes 0-1-2: skipped; {0,3} closes nothing
+		// ({0,2} and {1,3} are absent): kept; {1,3} closes 1-2-3: skipped.
+		{"no triangle", noTriangle, -3, [][2]int{{0, 1}, {1, 2}, {2, 3}, {0, 3}}},
+	} {
+		o := decodeOptions{keep: tc.keep, fill: true, fillMin: tc.min}
+		checkEdges(t, tc.name, m.graphs(dec, o)[0], tc.want)
+	}
+	und := &Model{Cfg: Config{EdgeClasses: 1}}
+	for _, tc := range []struct {
+		name string
+		opts []DecodeOption
+	}{
+		{"without a constraint", []DecodeOption{WithEdgeFill(-1)}},
+		{"NaN bound", []DecodeOption{WithEdgeConstraint(all), WithEdgeFill(math.NaN())}},
+	} {
+		if _, err := und.decodeOptions(tc.opts); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+	dir := &Model{Cfg: Config{EdgeClasses: 1, Directed: true}}
+	if _, err := dir.decodeOptions([]DecodeOption{WithEdgeConstraint(all), WithEdgeFill(-1)}); err == nil {
+		t.Error("directed model accepted WithEdgeFill")
+	}
+	for _, b := range []float64{math.Inf(-1), math.Inf(1)} {
+		if _, err := und.decodeOptions([]DecodeOption{WithEdgeConstraint(all), WithEdgeFill(b)}); err != nil {
+			t.Errorf("bound %v: %v", b, err)
+		}
+	}
+	if g := m.graphs(dec, decodeOptions{keep: all, fill: true, fillMin: math.Inf(1)})[0]; g.M() != 2 {
+		t.Errorf("bound +Inf: %d edges, want the 2 decoded", g.M())
+	}
+}

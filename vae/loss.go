@@ -386,6 +386,12 @@ func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
 			}
 			h = m.connect(h, lg, g*N*N, N, o)
 		}
+		if o.fill {
+			if lg == nil {
+				lg = logits.To(tensor.Float64).Data64()
+			}
+			h = m.fillEdges(h, lg, g*N*N, N, o)
+		}
 		out[g] = h
 	}
 	return out
@@ -439,6 +445,42 @@ func (m *Model) constrain(h *graph.Graph, lg []float64, base, N int, o decodeOpt
 		}
 	}
 	add(order)
+	return out
+}
+
+// fillEdges returns h with the pairs it lacks whose confidence
+// (pairConfidence) is at least o.fillMin added, most confident first, each
+// kept only if o.keep still holds with it (WithEdgeFill); lg, base and N
+// are as for constrain. Added edges are labelled by pairEdgeLabel.
+func (m *Model) fillEdges(h *graph.Graph, lg []float64, base, N int, o decodeOptions) *graph.Graph {
+	n := h.N()
+	C := m.Cfg.EdgeClasses + 1
+	type pair struct {
+		i, j  int
+		score float64
+	}
+	var pairs []pair
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			if h.HasEdge(i, j) {
+				continue
+			}
+			if s := m.pairConfidence(lg, base, N, i, j, o.rule); s >= o.fillMin {
+				pairs = append(pairs, pair{i, j, s})
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return h
+	}
+	slices.SortStableFunc(pairs, func(x, y pair) int { return cmp.Compare(y.score, x.score) })
+	out := h.Clone()
+	for _, p := range pairs {
+		out.AddLabeledEdge(p.i, p.j, pairEdgeLabel(lg, base, N, C, p.i, p.j))
+		if !o.keep(out) {
+			out.RemoveEdge(p.i, p.j)
+		}
+	}
 	return out
 }
 

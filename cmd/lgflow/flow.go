@@ -252,6 +252,7 @@ func runSample(ctx context.Context, args []string) error {
 	edgeRule := fs.String("edge-rule", "", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one (default: flow.Sample's)")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own, 0 under a planar, forest, dag or tree constraint; 0: the argmax; larger: fewer spurious edges)")
 	constraint := fs.String("constraint", "", constraintUsage)
+	fill := fs.Float64("fill", 0, fillUsage)
 	reencode, reencodeRounds := reencodeFlags(fs)
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
@@ -306,6 +307,12 @@ func runSample(ctx context.Context, args []string) error {
 		}
 		opts = append(opts, flow.WithDecodeOptions(constraintOpts...))
 	}
+	if set["fill"] {
+		if *constraint == "" {
+			return usagef("-fill needs -constraint")
+		}
+		opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeFill(*fill)))
+	}
 	if *reencode != 0 {
 		opts = append(opts, flow.WithDecodeOptions(vae.WithReencode(*reencode, *reencodeRounds)))
 	}
@@ -335,6 +342,9 @@ func runSample(ctx context.Context, args []string) error {
 
 // constraintUsage documents -constraint (sample, recon).
 const constraintUsage = "decode under constraints, valid by construction there (not the paper's sampler), comma-separated: planar, forest, tree (maximum-confidence spanning trees), dag, connected (components joined by their most confident pairs); planar graphs: planar,connected"
+
+// fillUsage documents -fill (sample, recon).
+const fillUsage = "with -constraint: add the missing pairs of edge confidence (logit over no-edge) at least this, most confident first, while the constraint holds (vae.WithEdgeFill; not the paper's sampler; e.g. -2)"
 
 // constraintOptions returns the decode options of a -constraint list
 // (comma-separated names).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -265,6 +266,7 @@ func runRecon(ctx context.Context, args []string) error {
 	edgeRule := fs.String("edge-rule", "or", "decoding of undirected edges for the decoded-exact and validity figures: or, and, mean")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the decoded-exact and validity figures (default: the LG-VAE's own; 0: the argmax)")
 	constraint := fs.String("constraint", "", "for the decoded-exact and validity figures: "+constraintUsage)
+	fill := fs.Float64("fill", 0, fillUsage)
 	reencode, reencodeRounds := reencodeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -284,11 +286,21 @@ func runRecon(ctx context.Context, args []string) error {
 		}
 		decodeOpts = append(decodeOpts, o...)
 	}
+	fillSet := false
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "edge-margin" {
+		switch f.Name {
+		case "edge-margin":
 			decodeOpts = append(decodeOpts, vae.WithEdgeMargin(*edgeMargin))
+		case "fill":
+			fillSet = true
 		}
 	})
+	if fillSet {
+		if *constraint == "" {
+			return usagef("-fill needs -constraint")
+		}
+		decodeOpts = append(decodeOpts, vae.WithEdgeFill(*fill))
+	}
 	if *path == "" || *name == "" {
 		return usagef("need -vae and -dataset")
 	}
@@ -333,6 +345,9 @@ func runRecon(ctx context.Context, args []string) error {
 		if *constraint != "" {
 			out["constraint"] = *constraint
 		}
+		if fillSet && !math.IsInf(*fill, 1) {
+			out["fill"] = *fill
+		}
 		if *reencode > 0 {
 			out["reencode"], out["reencode_rounds"] = *reencode, *reencodeRounds
 		}
@@ -344,6 +359,9 @@ func runRecon(ctx context.Context, args []string) error {
 	}
 	if *constraint != "" {
 		how += ", decoded under the " + *constraint + " constraint"
+	}
+	if fillSet {
+		how += fmt.Sprintf(", edge fill from confidence %g", *fill)
 	}
 	if *reencode > 0 {
 		how += fmt.Sprintf(", re-encoding search (%d candidates, %d rounds)", *reencode, *reencodeRounds)
