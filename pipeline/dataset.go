@@ -133,7 +133,7 @@ var specs = map[string]Spec{
 	"planar": {Name: "planar", Title: "Extended Planar", Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraint: planar.IsPlanar, Connected: true, ConstraintName: "planarity and connectivity",
 		// The bound chosen on the validation split (docs/results.md,
 		// "Constrained decoding: the edge fill").
-		Fill: &planarFill,
+		Fill:       &planarFill,
 		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
 		Columns: synthCols,
 		Paper: []PaperRow{
