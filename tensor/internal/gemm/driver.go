@@ -65,8 +65,10 @@ type job[T scalar] struct {
 	lda, ldb, ldc  int
 	ws             *workspace[T]
 
-	nw        int  // workers
-	directA   bool // the kernel reads op(A) in place (kernel.direct): no packA
+	nw      int  // workers
+	directA bool // the kernel reads op(A) in place (direct): no packA
+	// direct is kernel.direct, or kernel.directT when A is transposed.
+	direct    func(kc int, a *T, lda int, b, c *T, ldc int, alpha, beta T, bias *T)
 	kInner    bool // tasks run every k block themselves (runKInner)
 	slices    int  // k slices (runKSplit); 1: none
 	mcTask    int  // rows of C per task (a multiple of mr, at most kn.mc)
@@ -126,7 +128,11 @@ func (j *job[T]) set(kn *kernel[T], nw int, transA, transB bool, m, n, k int, al
 	j.a, j.b, j.c, j.bias = a, b, c, bias
 	j.lda, j.ldb, j.ldc = lda, ldb, ldc
 	j.nw = nw
-	j.directA = useDirectA && !transA && kn.direct != nil
+	j.direct = kn.direct
+	if transA {
+		j.direct = kn.directT
+	}
+	j.directA = useDirectA && j.direct != nil
 	j.slices = kSlices(kn, m, n, k)
 	j.kInner = j.slices == 1 && nw > 1 && useKInner(kn, n, k)
 	j.mcTask, j.rowChunks, j.gn = splitTasks(nw, m, min(n, kn.nc), kn.mr, kn.nr, kn.mc)
@@ -453,6 +459,14 @@ func (j *job[T]) serial(c []T, ldc int, ap, bp, tile []T, k0, k1 int, beta T, bi
 	}
 }
 
+// aAt returns the address of element (i, p) of op(A).
+func (j *job[T]) aAt(i, p int) *T {
+	if j.transA {
+		return &j.a[p*j.lda+i]
+	}
+	return &j.a[i*j.lda+p]
+}
+
 // macro multiplies the packed A block (rows ic..ic+mcur, columns
 // pc..pc+kcur of op(A)) by B micro-panels
 // q0..q1 of the packed block starting at column jc, into c (C itself, or a
@@ -488,16 +502,16 @@ func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0,
 			mrc := min(mr, mcur-ir)
 			row := ic + ir
 			if j.directA && ir < full {
-				ar := &j.a[row*j.lda+pc]
+				ar := j.aAt(row, pc)
 				if nrc == nr {
 					if bias != nil {
-						kn.direct(kcur, ar, j.lda, &bq[0], &c[row*ldc+col], ldc, alpha, 0, &bias[col])
+						j.direct(kcur, ar, j.lda, &bq[0], &c[row*ldc+col], ldc, alpha, 0, &bias[col])
 						continue
 					}
-					kn.direct(kcur, ar, j.lda, &bq[0], &c[row*ldc+col], ldc, alpha, beta, nil)
+					j.direct(kcur, ar, j.lda, &bq[0], &c[row*ldc+col], ldc, alpha, beta, nil)
 					continue
 				}
-				kn.direct(kcur, ar, j.lda, &bq[0], &tile[0], nr, 1, 0, nil)
+				j.direct(kcur, ar, j.lda, &bq[0], &tile[0], nr, 1, 0, nil)
 				j.mergeTile(c, ldc, tile, row, col, mrc, nrc, beta, bias)
 				continue
 			}
@@ -505,7 +519,7 @@ func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0,
 				// The strip of rows ic+mcur-mr ..< ic+mcur; this one's
 				// mrc rows are its last.
 				start := ic + mcur - mr
-				kn.direct(kcur, &j.a[start*j.lda+pc], j.lda, &bq[0], &tile[0], nr, 1, 0, nil)
+				j.direct(kcur, j.aAt(start, pc), j.lda, &bq[0], &tile[0], nr, 1, 0, nil)
 				j.mergeTile(c, ldc, tile[(mr-mrc)*nr:], row, col, mrc, nrc, beta, bias)
 				continue
 			}

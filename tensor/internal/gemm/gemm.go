@@ -28,6 +28,11 @@ type kernel[T scalar] struct {
 	// contiguous), with the same bits as fn. The blocked path then skips
 	// packing A for products whose A is not transposed.
 	direct func(kc int, a *T, lda int, b, c *T, ldc int, alpha, beta T, bias *T)
+	// directT, if not nil, is fn reading a transposed A in place: A stored
+	// k x m, element (i, p) of the tile at a + p*lda + i, with the same
+	// bits as fn. The blocked path then skips packing A for products whose
+	// A is transposed (a linear layer's weight gradient).
+	directT func(kc int, a *T, lda int, b, c *T, ldc int, alpha, beta T, bias *T)
 }
 
 // The kernels in use, chosen once at start-up.

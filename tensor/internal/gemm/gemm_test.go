@@ -750,7 +750,8 @@ func TestDispatch(t *testing.T) {
 }
 
 // TestDirectABitwise checks that reading op(A) in place with a kernel's
-// direct form (useDirectA) gives the bits of packing it, on the blocked
+// direct forms (useDirectA; transposed A with the transposed form) gives
+// the bits of packing it, on the blocked
 // path in each of its orders, with and without a bias, for every kernel
 // that has a direct form; and that the direct form is used.
 func TestDirectABitwise(t *testing.T) {
@@ -765,7 +766,13 @@ func TestDirectABitwise(t *testing.T) {
 		{false, false, 64, 3100, 600, 1, -2, 0, 0, 0}, // several nc blocks
 		{false, true, 2048, 384, 128, 1, 0, 0, 0, 0},  // a linear layer's forward
 		{false, false, 11, 33, 50, 1, 0, 0, 0, 0},     // fewer rows than a strip
-		{true, false, 100, 90, 80, 1, 0, 0, 0, 0},     // transposed A: packed either way
+		{true, false, 100, 90, 80, 1, 0, 0, 0, 0},     // transposed A (the transposed direct form)
+		{true, false, 367, 75, 300, 0.5, 1, 3, 1, 2},  // transposed, several k blocks, padded, beta
+		{true, true, 725, 64, 129, -1, 0, 5, 0, 0},    // transposed both, more rows than mc
+		{true, false, 512, 128, 4096, 1, 0, 0, 0, 0},  // a weight gradient (k slices)
+		{true, false, 128, 384, 4096, 1, 0, 0, 0, 0},  // another, with a partial last strip
+		{true, false, 700, 60, 300, 1, 0.5, 0, 1, 0},  // transposed, k-inner with two threads
+		{true, false, 11, 33, 50, 1, 0, 0, 0, 0},      // transposed, fewer rows than a strip
 		{false, false, 2048, 128, 512, 1, 0, 0, 0, 0}, // the MLP's second product
 		{false, true, 4096 / 64 * 64, 64, 32, 1, 0, 0, 0, 0},
 	}

@@ -13,10 +13,13 @@
 // width of columns, so the packed A panel is broadcast element by element and
 // the packed B panel is loaded a vector at a time. The k loop is unrolled 4x.
 //
-// The float32 kernels also come in a direct form (name + "Direct") that
-// reads A where it lies, row i at a + i*lda (row-major op(A), k contiguous),
-// instead of from a packed panel: the same broadcasts and multiply-adds in
-// the same order, so the same bits, without packing A.
+// The float32 kernels also come in two direct forms that read A where it
+// lies instead of from a packed panel: name + "Direct" reads row i of
+// op(A) at a + i*lda (row-major op(A), k contiguous), name + "DirectT"
+// reads op(A) = A^T with A stored k x m, element (i, p) at a + p*lda + i
+// (the A of a weight gradient). Both do the same broadcasts and
+// multiply-adds in the same order as the packed form, so the same bits,
+// without packing A.
 package main
 
 import (
@@ -48,7 +51,7 @@ type spec struct {
 	unroll    int
 	betaShift string // instruction to test beta == 0 ignoring the sign bit
 	betaMov   string
-	direct    bool // also generate the direct form
+	direct    bool // also generate the direct forms
 }
 
 func (s spec) nr() int { return s.vecs * s.vecBytes / s.elem }
@@ -85,16 +88,17 @@ func main() {
 	fmt.Fprintln(&w)
 	fmt.Fprintln(&w, `#include "textflag.h"`)
 	for _, s := range specs {
-		gen(&w, s, false)
+		gen(&w, s, packed)
 		if s.direct {
-			gen(&w, s, true)
+			gen(&w, s, directRows)
+			gen(&w, s, directTrans)
 		}
 	}
 	fmt.Fprintln(&w)
-	fmt.Fprintln(&w, "// func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2, sgemmAVX2Direct, sgemmAVX512Direct uintptr)")
-	fmt.Fprintln(&w, "TEXT ·kernelAddrs(SB), NOSPLIT, $0-40")
-	for i, fn := range []string{specs[0].name, specs[1].name, specs[2].name, specs[0].name + "Direct", specs[1].name + "Direct"} {
-		ret := []string{"sgemmAVX2", "sgemmAVX512", "dgemmAVX2", "sgemmAVX2Direct", "sgemmAVX512Direct"}[i]
+	fmt.Fprintln(&w, "// func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2, sgemmAVX2Direct, sgemmAVX512Direct, sgemmAVX2DirectT, sgemmAVX512DirectT uintptr)")
+	fmt.Fprintln(&w, "TEXT ·kernelAddrs(SB), NOSPLIT, $0-56")
+	for i, fn := range []string{specs[0].name, specs[1].name, specs[2].name, specs[0].name + "Direct", specs[1].name + "Direct", specs[0].name + "DirectT", specs[1].name + "DirectT"} {
+		ret := []string{"sgemmAVX2", "sgemmAVX512", "dgemmAVX2", "sgemmAVX2Direct", "sgemmAVX512Direct", "sgemmAVX2DirectT", "sgemmAVX512DirectT"}[i]
 		fmt.Fprintf(&w, "\tLEAQ ·%s(SB), AX\n", fn)
 		fmt.Fprintf(&w, "\tMOVQ AX, %s+%d(FP)\n", ret, 8*i)
 	}
@@ -104,7 +108,17 @@ func main() {
 	}
 }
 
-func gen(w *bytes.Buffer, s spec, direct bool) {
+// form says where a kernel reads A.
+type form int
+
+const (
+	packed      form = iota // a packed panel: a[p*mr+i]
+	directRows              // row i of op(A) at a + i*lda: a[i*lda+p]
+	directTrans             // op(A) = A^T, A stored k x m: a[p*lda+i]
+)
+
+func gen(w *bytes.Buffer, s spec, f form) {
+	direct := f != packed
 	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
 	acc := func(i, v int) string { return fmt.Sprintf("%s%d", s.reg, i*s.vecs+v) }
 	nr := s.nr()
@@ -116,7 +130,8 @@ func gen(w *bytes.Buffer, s spec, direct bool) {
 		shift = 3
 	}
 	name := s.name
-	if direct {
+	switch f {
+	case directRows:
 		// The direct form reads row i of A at a + i*lda: AX holds rows 0-3,
 		// R9 rows 4-7 and R10 rows 8-11 (as base, base+lda, base+2*lda and
 		// base+3*lda, with R11 = lda and R12 = 3*lda in bytes), all moving
@@ -127,13 +142,27 @@ func gen(w *bytes.Buffer, s spec, direct bool) {
 		name += "Direct"
 		aStep = s.elem
 		argAlpha = 48
+	case directTrans:
+		// The transposed direct form reads the mr values of step k at
+		// a + k*lda: AX for k = 0 mod 4, then AX+R11, AX+2*R11 and AX+R12
+		// (R11 = lda, R12 = 3*lda in bytes); AX moves by lda per k.
+		if s.unroll != 4 {
+			log.Fatalf("%s: the transposed direct form needs the k loop unrolled 4x", s.name)
+		}
+		name += "DirectT"
+		aStep = 0
+		argAlpha = 48
 	}
 	argBeta := argAlpha + s.elem
 	argBias := (argBeta + s.elem + 7) &^ 7
 	frame := argBias + 8
 	aAddr := func(k, i int) string {
-		if !direct {
+		switch f {
+		case packed:
 			return fmt.Sprintf("%d(AX)", k*aStep+i*s.elem)
+		case directTrans:
+			idx := []string{"", "(R11*1)", "(R11*2)", "(R12*1)"}[k%4]
+			return fmt.Sprintf("%d(AX)%s", i*s.elem, idx)
 		}
 		base := []string{"AX", "R9", "R10"}[i/4]
 		idx := []string{"", "(R11*1)", "(R11*2)", "(R12*1)"}[i%4]
@@ -142,7 +171,10 @@ func gen(w *bytes.Buffer, s spec, direct bool) {
 
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "// %s\n", s.comment)
-	if direct {
+	if f == directTrans {
+		fmt.Fprintf(w, "// Transposed direct form: A is read in place, stored k x m, element (i, p) at a + p*lda + i.\n")
+		fmt.Fprintf(w, "//\n// func %s(kc int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s, bias *%s)\n", name, s.goType, s.goType, s.goType, s.goType)
+	} else if direct {
 		fmt.Fprintf(w, "// Direct form: A is read in place, row i at a + i*lda.\n")
 		fmt.Fprintf(w, "//\n// func %s(kc int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s, bias *%s)\n", name, s.goType, s.goType, s.goType, s.goType)
 	} else {
@@ -155,8 +187,10 @@ func gen(w *bytes.Buffer, s spec, direct bool) {
 		p("MOVQ lda+16(FP), R11")
 		p("SHLQ $%d, R11", shift)
 		p("LEAQ (R11)(R11*2), R12")
-		p("LEAQ (AX)(R11*4), R9")
-		p("LEAQ (R9)(R11*4), R10")
+		if f == directRows {
+			p("LEAQ (AX)(R11*4), R9")
+			p("LEAQ (R9)(R11*4), R10")
+		}
 		p("MOVQ b+24(FP), BX")
 		p("MOVQ c+32(FP), DI")
 		p("MOVQ ldc+40(FP), DX")
@@ -203,6 +237,16 @@ func gen(w *bytes.Buffer, s spec, direct bool) {
 	fmt.Fprintln(w)
 	// advanceA moves the A pointers on by n steps of k.
 	advanceA := func(n int) {
+		if f == directTrans {
+			if n == 4 {
+				p("LEAQ (AX)(R11*4), AX")
+			} else {
+				for range n {
+					p("ADDQ R11, AX")
+				}
+			}
+			return
+		}
 		p("ADDQ $%d, AX", n*aStep)
 		if direct {
 			if s.mr > 4 {
@@ -214,8 +258,17 @@ func gen(w *bytes.Buffer, s spec, direct bool) {
 		}
 	}
 	fmt.Fprintln(w, "loop:")
-	if !direct {
+	switch f {
+	case packed:
 		p("PREFETCHT0 %d(AX)", 8*aStep)
+	case directTrans:
+		// The mr values of steps k+8 .. k+11, each from its first and its
+		// last element (they may straddle two cache lines).
+		p("LEAQ (AX)(R11*8), R8")
+		for _, idx := range []string{"", "(R11*1)", "(R11*2)", "(R12*1)"} {
+			p("PREFETCHT0 (R8)%s", idx)
+			p("PREFETCHT0 %d(R8)%s", (s.mr-1)*s.elem, idx)
+		}
 	}
 	for k := 0; k < s.unroll; k++ {
 		step(k)

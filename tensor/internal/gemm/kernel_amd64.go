@@ -52,18 +52,31 @@ func sgemmKernelAVX2Direct(kc int, a *float32, lda int, b, c *float32, ldc int, 
 //go:noescape
 func sgemmKernelAVX512Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
 
+// sgemmKernelAVX2DirectT and sgemmKernelAVX512DirectT are the float32
+// kernels in transposed direct form: A is stored k x m and the tile's
+// values of step p are read in place at a + p*lda (element (i, p) at
+// a + p*lda + i), with the same operations in the same order as the packed
+// form, so the same bits. They prefetch the values of the steps eight
+// ahead.
+//
+//go:noescape
+func sgemmKernelAVX2DirectT(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
+
+//go:noescape
+func sgemmKernelAVX512DirectT(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
+
 // kernelAddrs returns the entry addresses of the assembly kernels, for
 // TestEmulatedKernels.
-func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2, sgemmAVX2Direct, sgemmAVX512Direct uintptr)
+func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2, sgemmAVX2Direct, sgemmAVX512Direct, sgemmAVX2DirectT, sgemmAVX512DirectT uintptr)
 
 var (
 	sAVX2 = &kernel[float32]{
 		name: "avx2", mr: 6, nr: 16, mc: 144, kc: 256, nc: 4080, small: 1000,
-		fn: sgemmKernelAVX2, direct: sgemmKernelAVX2Direct,
+		fn: sgemmKernelAVX2, direct: sgemmKernelAVX2Direct, directT: sgemmKernelAVX2DirectT,
 	}
 	sAVX512 = &kernel[float32]{
 		name: "avx512", mr: 12, nr: 32, mc: 360, kc: 128, nc: 3072, small: 1000,
-		fn: sgemmKernelAVX512, direct: sgemmKernelAVX512Direct,
+		fn: sgemmKernelAVX512, direct: sgemmKernelAVX512Direct, directT: sgemmKernelAVX512DirectT,
 	}
 	dAVX2 = &kernel[float64]{
 		name: "avx2", mr: 6, nr: 8, mc: 96, kc: 256, nc: 4080, small: 1000,

@@ -14,9 +14,11 @@ TestEmulatedKernels runs it on the running test binary when python3 and
 objdump are installed; go test strips symbols, so the test passes the
 kernels' entry addresses (from kernelAddrs):
 
-  python3 testdata/emulate_kernel.py BINARY NAME:ADDRESS:MR:NR:ELEMSIZE[:direct]...
+  python3 testdata/emulate_kernel.py BINARY NAME:ADDRESS:MR:NR:ELEMSIZE[:direct|:directT]...
 
-(":direct": the kernel's direct form, which reads row i of A at a + i*lda.)
+(":direct": the kernel's direct form, which reads row i of A at a + i*lda;
+":directT": the transposed direct form, which reads the values of step p at
+a + p*lda.)
 
 Needs only python3 and binutils (objdump).
 """
@@ -185,11 +187,12 @@ class Machine:
         raise RuntimeError("runaway loop")
 
 
-def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None, with_bias=False):
-    """Runs one call; lda (direct form) lays row i of A out at i*lda, else A is a packed panel.
+def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None, with_bias=False, trans=False):
+    """Runs one call; lda (direct forms) lays row i of A out at i*lda, or with trans
+    step p at p*lda; else A is a packed panel.
     with_bias passes a bias of nr values (then C = alpha*A*B + bias, C not read)."""
     m = Machine(elem)
-    a = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * mr if lda is None else mr * lda)]
+    a = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * mr if lda is None else (kc + 8) * lda if trans else mr * lda)]
     b = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * nr)]
     c = [m.rnd(rng.uniform(-1, 1)) for _ in range(mr * ldc)]
     for base, vals in ((A, a), (B, b), (C, c)):
@@ -218,7 +221,7 @@ def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None, with_bias=Fal
                 if addr in m.writes:
                     raise RuntimeError(f"kc={kc}: wrote padding C[{i}][{j}]")
                 continue
-            prods = [a[p * mr + i if lda is None else i * lda + p] * b[p * nr + j] for p in range(kc)]
+            prods = [a[p * mr + i if lda is None else p * lda + i if trans else i * lda + p] * b[p * nr + j] for p in range(kc)]
             cij = c[i * ldc + j] if beta != 0 else 0.0
             if bias:
                 cij, beta_ = bias[j], 1.0
@@ -242,7 +245,7 @@ def main():
     for arg in sys.argv[2:]:
         name, addr, mr, nr, elem, *form = arg.split(":")
         addr, mr, nr, elem = int(addr, 0), int(mr), int(nr), int(elem)
-        direct = form == ["direct"]
+        direct, trans = form in (["direct"], ["directT"]), form == ["directT"]
         code = disassemble(binary, addr)
         rng = random.Random(1)
         n, worst = 0, 0.0
@@ -250,8 +253,10 @@ def main():
             for alpha, beta in ((1.0, 0.0), (-0.5, 0.0), (1.0, 1.0), (0.75, -1.5), (2.0, -0.0)):
                 for ldc in (nr, nr + 3):
                     lda = kc + ldc - nr + 2 if direct else None  # rows longer than kc
+                    if trans:
+                        lda = mr + ldc - nr + 3  # steps longer than mr
                     for with_bias in (False, True):
-                        worst = max(worst, trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda, with_bias))
+                        worst = max(worst, trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda, with_bias, trans))
                         n += 1
         print(f"{name}: {len(code)} instructions, {n} emulated calls match the reference "
               f"(worst error {worst:.3f} of the bound)")
