@@ -297,6 +297,16 @@ func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 	return autograd.NewConst(out)
 }
 
+// sameTimes reports whether every time of t equals the first.
+func sameTimes(t []float64) bool {
+	for _, v := range t[1:] {
+		if v != t[0] {
+			return false
+		}
+	}
+	return true
+}
+
 // forward is Forward on one tape, for the whole batch at once.
 func (m *Model) forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *tensor.Tensor, xsc *autograd.Var) *autograd.Var {
 	shape := x.Shape()
@@ -316,9 +326,19 @@ func (m *Model) forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 	}
 	h = tp.Mul(m.in.Forward(tp, h), mask3)
 
-	c := autograd.NewConst(m.TimeEmbedding(dt, t).On(be))
+	// The conditioning depends on each set's time only. A sampler moves
+	// every set of a batch at the same time, so a pass that records
+	// nothing with one time for all computes it once, as a batch of one,
+	// and the blocks broadcast its modulation (a view, no copies): the
+	// same values, since each row of a product is computed the same way
+	// whatever the number of rows.
+	tc := t
+	if !tp.Recording() && B > 1 && sameTimes(t) {
+		tc = t[:1]
+	}
+	c := autograd.NewConst(m.TimeEmbedding(dt, tc).On(be))
 	c = m.time2.Forward(tp, tp.SiLU(m.time1.Forward(tp, c)))
-	sc := tp.Unsqueeze(tp.SiLU(c), 1) // (B, 1, E)
+	sc := tp.Unsqueeze(tp.SiLU(c), 1) // (B, 1, E), or (1, 1, E) for one time
 
 	// A pass that records nothing on the CPU runs each block on a tape of
 	// its own, released once the next block has read its output, so at
@@ -345,10 +365,14 @@ func (m *Model) forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 }
 
 // forward applies the block to the tokens h (B, N, E) under the
-// conditioning sc (B, 1, E): adaLN-modulated attention and MLP, each on a
-// gated residual.
+// conditioning sc (B, 1, E), or (1, 1, E) shared by every set:
+// adaLN-modulated attention and MLP, each on a gated residual.
 func (b *block) forward(tp *autograd.Tape, h, sc *autograd.Var, mask *tensor.Tensor, E int) *autograd.Var {
-	mod := tp.Split(b.ada.Forward(tp, sc), 2, E, E, E, E, E, E)
+	ada := b.ada.Forward(tp, sc)
+	if B := h.Shape()[0]; sc.Shape()[0] == 1 && B > 1 {
+		ada = tp.Expand(ada, B, 1, 6*E) // one conditioning for every set
+	}
+	mod := tp.Split(ada, 2, E, E, E, E, E, E)
 	shift1, scale1, gate1, shift2, scale2, gate2 := mod[0], mod[1], mod[2], mod[3], mod[4], mod[5]
 	if !useFused {
 		a := modulate(tp, b.ln1.Forward(tp, h), shift1, scale1)

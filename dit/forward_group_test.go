@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"lgflow/autograd"
@@ -13,7 +14,9 @@ import (
 // TestForwardNoGradGroups checks that a no-grad forward pass, which
 // evaluates large batches a group of sets at a time and each block on a
 // tape of its own, gives the result of one pass over the whole batch (a
-// recording tape's) bit for bit.
+// recording tape's) bit for bit; with one time for every set (a sampler's
+// step) it also computes the conditioning once, which must not change the
+// result either.
 func TestForwardNoGradGroups(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -21,16 +24,20 @@ func TestForwardNoGradGroups(t *testing.T) {
 		B, N     int
 		pad      bool // the last few tokens of most sets are padding
 		selfCond bool
+		sameTime bool // one time for every set
 	}{
-		{"float32, 3 groups, padded", tensor.Float32, 2*EvalTokens/64 + 8, 64, true, true},
-		{"float64, 3 groups, padded", tensor.Float64, 2*EvalTokens/64 + 8, 64, true, true},
-		{"no mask, no self-conditioning", tensor.Float32, EvalTokens/64 + 1, 64, false, false},
-		{"a set per group", tensor.Float32, 3, EvalTokens + 5, true, true},
-		{"one group", tensor.Float32, EvalTokens / 64, 64, true, true},
+		{"float32, 3 groups, padded", tensor.Float32, 2*EvalTokens/64 + 8, 64, true, true, false},
+		{"float64, 3 groups, padded", tensor.Float64, 2*EvalTokens/64 + 8, 64, true, true, false},
+		{"no mask, no self-conditioning", tensor.Float32, EvalTokens/64 + 1, 64, false, false, false},
+		{"a set per group", tensor.Float32, 3, EvalTokens + 5, true, true, false},
+		{"one group", tensor.Float32, EvalTokens / 64, 64, true, true, false},
+		{"float32, 3 groups, one time", tensor.Float32, 2*EvalTokens/64 + 8, 64, true, true, true},
+		{"float64, 3 groups, one time", tensor.Float64, 2*EvalTokens/64 + 8, 64, true, true, true},
+		{"one group, one time", tensor.Float32, EvalTokens / 64, 64, true, true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if B, group := c.B, max(1, EvalTokens/c.N); B <= group && c.name != "one group" {
+			if B, group := c.B, max(1, EvalTokens/c.N); B <= group && !strings.HasPrefix(c.name, "one group") {
 				t.Fatalf("B = %d fits in one group of %d: nothing to compare", B, group)
 			}
 			m := tinyModel(t, c.dt)
@@ -53,6 +60,9 @@ func TestForwardNoGradGroups(t *testing.T) {
 			ts := make([]float64, c.B)
 			for i := range ts {
 				ts[i] = float64(i+1) / float64(c.B+1)
+				if c.sameTime {
+					ts[i] = 0.37
+				}
 			}
 			rec := autograd.NewTape()
 			want := m.Forward(rec, autograd.NewConst(x), ts, mask, sc).Value
