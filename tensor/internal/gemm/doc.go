@@ -39,6 +39,7 @@
 // BenchmarkSgemmDirectA) and a transposed one (A stored k x m: a linear
 // layer's weight gradient, where packing the tokens' gradients cost a third
 // of the product: 1.4× the packed speed for 512 outputs over 4,096 tokens,
-// BenchmarkSgemmLinear's dw). Packing buffers are reused across calls, so
-// steady-state calls allocate nothing.
+// BenchmarkSgemmLinear's dw); and small products (an attention head's) read
+// a row-major op(B) in place as well instead of packing it. Packing buffers
+// are reused across calls, so steady-state calls allocate nothing.
 package gemm

@@ -9,9 +9,19 @@ import (
 )
 
 // useDirectA lets the blocked path read op(A) in place with the kernels'
-// direct forms (kernel.direct) instead of packing it; the tests turn it off
-// to compare.
-var useDirectA = true
+// direct forms (kernel.direct, kernel.directT) instead of packing it, and
+// useDirectB op(B) as well for small products (kernel.directB); the tests
+// turn them off to compare.
+var useDirectA, useDirectB = true, true
+
+// directBMaxWork is the largest product (m*n*k multiply-adds) whose B the
+// blocked path reads in place (kernel.directB) rather than packs: an
+// attention head's products (64 x 64 x 32 and 64 x 32 x 64 for the DiTs'
+// heads), where a packed panel is used by a few strips of A only. Larger
+// products reuse a packed panel over many strips, and a panel read in
+// place at a row stride that is a multiple of 512 bytes fills few of the
+// L1 cache's sets.
+const directBMaxWork = 64 * 64 * 64
 
 // minWorkPerThread is the number of multiply-adds below which adding a
 // thread costs more in hand-off than it saves.
@@ -67,6 +77,7 @@ type job[T scalar] struct {
 
 	nw      int  // workers
 	directA bool // the kernel reads op(A) in place (direct): no packA
+	directB bool // the kernel reads op(B) in place too (kernel.directB): no packB
 	// direct is kernel.direct, or kernel.directT when A is transposed.
 	direct    func(kc int, a *T, lda int, b, c *T, ldc int, alpha, beta T, bias *T)
 	kInner    bool // tasks run every k block themselves (runKInner)
@@ -133,6 +144,11 @@ func (j *job[T]) set(kn *kernel[T], nw int, transA, transB bool, m, n, k int, al
 		j.direct = kn.directT
 	}
 	j.directA = useDirectA && j.direct != nil
+	// B in place: the row-major direct form, full panels only, and at least
+	// a full strip of A (a last partial strip is then read as the full
+	// strip ending with it, never packed).
+	j.directB = useDirectB && j.directA && !transA && !transB && kn.directB != nil &&
+		n%kn.nr == 0 && m >= kn.mr && work(m, n, k) <= directBMaxWork
 	j.slices = kSlices(kn, m, n, k)
 	j.kInner = j.slices == 1 && nw > 1 && useKInner(kn, n, k)
 	j.mcTask, j.rowChunks, j.gn = splitTasks(nw, m, min(n, kn.nc), kn.mr, kn.nr, kn.mc)
@@ -459,6 +475,30 @@ func (j *job[T]) serial(c []T, ldc int, ap, bp, tile []T, k0, k1 int, beta T, bi
 	}
 }
 
+// macroDirectB is macro's loop over the strips of A for one panel of
+// op(B), columns col..col+nr, with both operands read in place
+// (j.directB): the full strips, then a last partial one as the full strip
+// ending with it (j.directB needs m >= mr), merged from the tile.
+func (j *job[T]) macroDirectB(c []T, ldc int, tile []T, ic, mcur, col, pc, kcur int, beta T, bias []T) {
+	kn := j.kn
+	mr, nr := kn.mr, kn.nr
+	bq := &j.b[pc*j.ldb+col]
+	for ir := 0; ir < mcur; ir += mr {
+		mrc := min(mr, mcur-ir)
+		row := ic + ir
+		if mrc == mr {
+			if bias != nil {
+				kn.directB(kcur, j.aAt(row, pc), j.lda, bq, j.ldb, &c[row*ldc+col], ldc, j.alpha, 0, &bias[col])
+				continue
+			}
+			kn.directB(kcur, j.aAt(row, pc), j.lda, bq, j.ldb, &c[row*ldc+col], ldc, j.alpha, beta, nil)
+			continue
+		}
+		kn.directB(kcur, j.aAt(ic+mcur-mr, pc), j.lda, bq, j.ldb, &tile[0], nr, 1, 0, nil)
+		j.mergeTile(c, ldc, tile[(mr-mrc)*nr:], row, col, mrc, nr, beta, bias)
+	}
+}
+
 // aAt returns the address of element (i, p) of op(A).
 func (j *job[T]) aAt(i, p int) *T {
 	if j.transA {
@@ -498,6 +538,10 @@ func (j *job[T]) macro(c []T, ldc int, ap, bp, tile []T, ic, mcur, jc, ncur, q0,
 		col := jc + q*nr
 		nrc := min(nr, jc+ncur-col)
 		bq := bp[q*nr*kcur : (q+1)*nr*kcur]
+		if j.directB {
+			j.macroDirectB(c, ldc, tile, ic, mcur, col, pc, kcur, beta, bias)
+			continue
+		}
 		for ir := 0; ir < mcur; ir += mr {
 			mrc := min(mr, mcur-ir)
 			row := ic + ir
@@ -697,6 +741,9 @@ func interleave4[T scalar](d []T, stride, kc int, s0, s1, s2, s3 []T) {
 // pc..pc+kcur and columns jc..jc+ncur: element (p, j) of panel q goes to
 // dst[q*nr*kcur + p*nr + j]. Columns past the end are zero.
 func (j *job[T]) packB(dst []T, jc, ncur, pc, kcur, q0, q1 int) {
+	if j.directB {
+		return // the kernel reads op(B) in place
+	}
 	nr := j.kn.nr
 	b, ldb := j.b, j.ldb
 	for q := q0; q < q1; q++ {

@@ -33,6 +33,11 @@ type kernel[T scalar] struct {
 	// bits as fn. The blocked path then skips packing A for products whose
 	// A is transposed (a linear layer's weight gradient).
 	directT func(kc int, a *T, lda int, b, c *T, ldc int, alpha, beta T, bias *T)
+	// directB, if not nil, is direct reading B in place as well: row p of
+	// the nr columns at b + p*ldb (op(B) row-major), with the same bits as
+	// fn. The blocked path uses it for small products (directBMaxWork)
+	// whose B is not transposed, where packing B costs more than it saves.
+	directB func(kc int, a *T, lda int, b *T, ldb int, c *T, ldc int, alpha, beta T, bias *T)
 }
 
 // The kernels in use, chosen once at start-up.

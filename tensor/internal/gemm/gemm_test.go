@@ -818,3 +818,81 @@ func TestDirectABitwise(t *testing.T) {
 		t.Errorf("the %s kernel has no direct form", sgemmKernels()[0].name)
 	}
 }
+
+// TestDirectBBitwise checks that reading op(B) in place too (useDirectB,
+// kernel.directB) gives the bits of packing it, on the small products it
+// is for (an attention head's), with partial strips of A, padded strides,
+// beta and a bias, on one and two threads; that those products take it;
+// and that the ones it is not for do not.
+func TestDirectBBitwise(t *testing.T) {
+	defer func(a, b bool) { useDirectA, useDirectB = a, b }(useDirectA, useDirectB)
+	useDirectA = true
+	rng := rand.New(rand.NewPCG(23, 24))
+	probs := []problem{
+		{false, false, 64, 32, 64, 1, 0, 0, 352, 0},   // P·V of a head (V a column block of QKV)
+		{false, false, 64, 64, 32, 0.5, 0, 3, 1, 2},   // another head shape, padded
+		{false, false, 70, 32, 64, 1, 1, 0, 0, 5},     // a partial last strip, beta
+		{false, false, 12, 96, 100, -1, 0.5, 0, 0, 0}, // one strip, several panels
+		{false, false, 12, 32, 600, 1, 0, 1, 3, 0},    // several k blocks
+	}
+	for _, kn := range sgemmKernels() {
+		if kn.directB == nil {
+			continue
+		}
+		for _, threads := range []int{1, 2} {
+			for _, withBias := range []bool{false, true} {
+				for _, pr := range probs {
+					if withBias && pr.beta != 0 {
+						continue
+					}
+					if work(pr.m, pr.n, pr.k) > directBMaxWork {
+						t.Fatalf("%v: too large for the direct B path", pr)
+					}
+					o := makeOperands(pr, rng)
+					a, b := to32(o.a), to32(o.b)
+					var bias []float32
+					if withBias {
+						bias = make([]float32, pr.n)
+						for j := range bias {
+							bias[j] = float32(2*rng.Float64() - 1)
+						}
+					}
+					var res [2][]float32
+					for i, direct := range []bool{false, true} {
+						useDirectB = direct
+						var jb job[float32]
+						jb.set(kn, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), bias, nil, o.ldc)
+						if jb.directB != direct {
+							t.Fatalf("%s %v: directB = %v with useDirectB %v", kn.name, pr, jb.directB, direct)
+						}
+						c := to32(o.c)
+						sState.blocked(kn, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), bias, c, o.ldc)
+						res[i] = c
+					}
+					for i := range res[0] {
+						g, w := res[1][i], res[0][i]
+						if math.Float32bits(g) != math.Float32bits(w) && !(math.IsNaN(float64(g)) && math.IsNaN(float64(w))) {
+							t.Fatalf("%s threads=%d bias=%v %v: C[%d] = %v with B in place, %v packed", kn.name, threads, withBias, pr, i, g, w)
+						}
+					}
+				}
+			}
+		}
+		// Not for: transposed operands, a partial panel, fewer rows than a
+		// strip, a large product.
+		useDirectB = true
+		for _, pr := range []problem{
+			{true, false, 64, 32, 64, 1, 0, 0, 0, 0},
+			{false, true, 64, 32, 64, 1, 0, 0, 0, 0},
+			{false, false, 64, 33, 64, 1, 0, 0, 0, 0},
+			{false, false, 5, 32, 64, 1, 0, 0, 0, 0},
+			{false, false, 128, 64, 64, 1, 0, 0, 0, 0},
+		} {
+			var jb job[float32]
+			jb.set(kn, 1, pr.transA, pr.transB, pr.m, pr.n, pr.k, 1, nil, 0, nil, 0, 0, nil, nil, 0)
+			if jb.directB {
+				t.Errorf("%s %v: B read in place", kn.name, pr)
+			}
+		}
+	}
+}

@@ -92,13 +92,14 @@ func main() {
 		if s.direct {
 			gen(&w, s, directRows)
 			gen(&w, s, directTrans)
+			gen(&w, s, directRowsB)
 		}
 	}
 	fmt.Fprintln(&w)
-	fmt.Fprintln(&w, "// func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2, sgemmAVX2Direct, sgemmAVX512Direct, sgemmAVX2DirectT, sgemmAVX512DirectT uintptr)")
-	fmt.Fprintln(&w, "TEXT ·kernelAddrs(SB), NOSPLIT, $0-56")
-	for i, fn := range []string{specs[0].name, specs[1].name, specs[2].name, specs[0].name + "Direct", specs[1].name + "Direct", specs[0].name + "DirectT", specs[1].name + "DirectT"} {
-		ret := []string{"sgemmAVX2", "sgemmAVX512", "dgemmAVX2", "sgemmAVX2Direct", "sgemmAVX512Direct", "sgemmAVX2DirectT", "sgemmAVX512DirectT"}[i]
+	fmt.Fprintln(&w, "// func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2, sgemmAVX2Direct, sgemmAVX512Direct, sgemmAVX2DirectT, sgemmAVX512DirectT, sgemmAVX2DirectB, sgemmAVX512DirectB uintptr)")
+	fmt.Fprintln(&w, "TEXT ·kernelAddrs(SB), NOSPLIT, $0-72")
+	for i, fn := range []string{specs[0].name, specs[1].name, specs[2].name, specs[0].name + "Direct", specs[1].name + "Direct", specs[0].name + "DirectT", specs[1].name + "DirectT", specs[0].name + "DirectB", specs[1].name + "DirectB"} {
+		ret := []string{"sgemmAVX2", "sgemmAVX512", "dgemmAVX2", "sgemmAVX2Direct", "sgemmAVX512Direct", "sgemmAVX2DirectT", "sgemmAVX512DirectT", "sgemmAVX2DirectB", "sgemmAVX512DirectB"}[i]
 		fmt.Fprintf(&w, "\tLEAQ ·%s(SB), AX\n", fn)
 		fmt.Fprintf(&w, "\tMOVQ AX, %s+%d(FP)\n", ret, 8*i)
 	}
@@ -115,6 +116,7 @@ const (
 	packed      form = iota // a packed panel: a[p*mr+i]
 	directRows              // row i of op(A) at a + i*lda: a[i*lda+p]
 	directTrans             // op(A) = A^T, A stored k x m: a[p*lda+i]
+	directRowsB             // directRows, and op(B) in place: b[p*ldb+j]
 )
 
 func gen(w *bytes.Buffer, s spec, f form) {
@@ -142,6 +144,17 @@ func gen(w *bytes.Buffer, s spec, f form) {
 		name += "Direct"
 		aStep = s.elem
 		argAlpha = 48
+	case directRowsB:
+		// directRows, with op(B) read in place as well: the row of B of
+		// step k at BX for k = 0 mod 4, then BX+R13, BX+2*R13 and BX+SI
+		// (R13 = ldb, SI = 3*ldb in bytes); BX moves by ldb per k. R13
+		// holds the bias pointer only after the loop.
+		if s.mr > 12 || s.mr%2 != 0 || s.unroll != 4 {
+			log.Fatalf("%s: the direct form supports up to 12 rows and a k loop unrolled 4x", s.name)
+		}
+		name += "DirectB"
+		aStep = s.elem
+		argAlpha = 56
 	case directTrans:
 		// The transposed direct form reads the mr values of step k at
 		// a + k*lda: AX for k = 0 mod 4, then AX+R11, AX+2*R11 and AX+R12
@@ -164,6 +177,7 @@ func gen(w *bytes.Buffer, s spec, f form) {
 			idx := []string{"", "(R11*1)", "(R11*2)", "(R12*1)"}[k%4]
 			return fmt.Sprintf("%d(AX)%s", i*s.elem, idx)
 		}
+		// directRows, directRowsB
 		base := []string{"AX", "R9", "R10"}[i/4]
 		idx := []string{"", "(R11*1)", "(R11*2)", "(R12*1)"}[i%4]
 		return fmt.Sprintf("%d(%s)%s", k*aStep, base, idx)
@@ -174,6 +188,9 @@ func gen(w *bytes.Buffer, s spec, f form) {
 	if f == directTrans {
 		fmt.Fprintf(w, "// Transposed direct form: A is read in place, stored k x m, element (i, p) at a + p*lda + i.\n")
 		fmt.Fprintf(w, "//\n// func %s(kc int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s, bias *%s)\n", name, s.goType, s.goType, s.goType, s.goType)
+	} else if f == directRowsB {
+		fmt.Fprintf(w, "// Direct form with B in place: row i of A at a + i*lda, row p of B at b + p*ldb.\n")
+		fmt.Fprintf(w, "//\n// func %s(kc int, a *%s, lda int, b *%s, ldb int, c *%s, ldc int, alpha, beta %s, bias *%s)\n", name, s.goType, s.goType, s.goType, s.goType, s.goType)
 	} else if direct {
 		fmt.Fprintf(w, "// Direct form: A is read in place, row i at a + i*lda.\n")
 		fmt.Fprintf(w, "//\n// func %s(kc int, a *%s, lda int, b, c *%s, ldc int, alpha, beta %s, bias *%s)\n", name, s.goType, s.goType, s.goType, s.goType)
@@ -187,13 +204,21 @@ func gen(w *bytes.Buffer, s spec, f form) {
 		p("MOVQ lda+16(FP), R11")
 		p("SHLQ $%d, R11", shift)
 		p("LEAQ (R11)(R11*2), R12")
-		if f == directRows {
+		if f != directTrans {
 			p("LEAQ (AX)(R11*4), R9")
 			p("LEAQ (R9)(R11*4), R10")
 		}
 		p("MOVQ b+24(FP), BX")
-		p("MOVQ c+32(FP), DI")
-		p("MOVQ ldc+40(FP), DX")
+		if f == directRowsB {
+			p("MOVQ ldb+32(FP), R13")
+			p("SHLQ $%d, R13", shift)
+			p("LEAQ (R13)(R13*2), SI")
+			p("MOVQ c+40(FP), DI")
+			p("MOVQ ldc+48(FP), DX")
+		} else {
+			p("MOVQ c+32(FP), DI")
+			p("MOVQ ldc+40(FP), DX")
+		}
 	} else {
 		p("MOVQ b+16(FP), BX")
 		p("MOVQ c+24(FP), DI")
@@ -222,6 +247,11 @@ func gen(w *bytes.Buffer, s spec, f form) {
 	fmt.Fprintln(w)
 	step := func(k int) {
 		for v := 0; v < s.vecs; v++ {
+			if f == directRowsB {
+				idx := []string{"", "(R13*1)", "(R13*2)", "(SI*1)"}[k%4]
+				p("%s %d(BX)%s, %s%d", s.load, v*s.vecBytes, idx, s.reg, s.bReg0+v)
+				continue
+			}
 			p("%s %d(BX), %s%d", s.load, k*bStep+v*s.vecBytes, s.reg, s.bReg0+v)
 		}
 		for i := 0; i < s.mr; i++ {
@@ -274,7 +304,11 @@ func gen(w *bytes.Buffer, s spec, f form) {
 		step(k)
 	}
 	advanceA(s.unroll)
-	p("ADDQ $%d, BX", s.unroll*bStep)
+	if f == directRowsB {
+		p("LEAQ (BX)(R13*4), BX")
+	} else {
+		p("ADDQ $%d, BX", s.unroll*bStep)
+	}
 	p("SUBQ $%d, CX", s.unroll)
 	p("CMPQ CX, $%d", s.unroll)
 	p("JGE  loop")
@@ -286,7 +320,11 @@ func gen(w *bytes.Buffer, s spec, f form) {
 	fmt.Fprintln(w, "tailloop:")
 	step(0)
 	advanceA(1)
-	p("ADDQ $%d, BX", bStep)
+	if f == directRowsB {
+		p("ADDQ R13, BX")
+	} else {
+		p("ADDQ $%d, BX", bStep)
+	}
 	p("DECQ CX")
 	p("JNE  tailloop")
 	fmt.Fprintln(w)

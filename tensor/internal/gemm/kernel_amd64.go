@@ -65,18 +65,29 @@ func sgemmKernelAVX2DirectT(kc int, a *float32, lda int, b, c *float32, ldc int,
 //go:noescape
 func sgemmKernelAVX512DirectT(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
 
+// sgemmKernelAVX2DirectB and sgemmKernelAVX512DirectB are the direct forms
+// reading op(B) in place too: row p of the tile's nr columns at b + p*ldb,
+// with the same operations in the same order as the packed form, so the
+// same bits.
+//
+//go:noescape
+func sgemmKernelAVX2DirectB(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, bias *float32)
+
+//go:noescape
+func sgemmKernelAVX512DirectB(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, bias *float32)
+
 // kernelAddrs returns the entry addresses of the assembly kernels, for
 // TestEmulatedKernels.
-func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2, sgemmAVX2Direct, sgemmAVX512Direct, sgemmAVX2DirectT, sgemmAVX512DirectT uintptr)
+func kernelAddrs() (sgemmAVX2, sgemmAVX512, dgemmAVX2, sgemmAVX2Direct, sgemmAVX512Direct, sgemmAVX2DirectT, sgemmAVX512DirectT, sgemmAVX2DirectB, sgemmAVX512DirectB uintptr)
 
 var (
 	sAVX2 = &kernel[float32]{
 		name: "avx2", mr: 6, nr: 16, mc: 144, kc: 256, nc: 4080, small: 1000,
-		fn: sgemmKernelAVX2, direct: sgemmKernelAVX2Direct, directT: sgemmKernelAVX2DirectT,
+		fn: sgemmKernelAVX2, direct: sgemmKernelAVX2Direct, directT: sgemmKernelAVX2DirectT, directB: sgemmKernelAVX2DirectB,
 	}
 	sAVX512 = &kernel[float32]{
 		name: "avx512", mr: 12, nr: 32, mc: 360, kc: 128, nc: 3072, small: 1000,
-		fn: sgemmKernelAVX512, direct: sgemmKernelAVX512Direct, directT: sgemmKernelAVX512DirectT,
+		fn: sgemmKernelAVX512, direct: sgemmKernelAVX512Direct, directT: sgemmKernelAVX512DirectT, directB: sgemmKernelAVX512DirectB,
 	}
 	dAVX2 = &kernel[float64]{
 		name: "avx2", mr: 6, nr: 8, mc: 96, kc: 256, nc: 4080, small: 1000,

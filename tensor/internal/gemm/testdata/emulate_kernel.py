@@ -14,11 +14,11 @@ TestEmulatedKernels runs it on the running test binary when python3 and
 objdump are installed; go test strips symbols, so the test passes the
 kernels' entry addresses (from kernelAddrs):
 
-  python3 testdata/emulate_kernel.py BINARY NAME:ADDRESS:MR:NR:ELEMSIZE[:direct|:directT]...
+  python3 testdata/emulate_kernel.py BINARY NAME:ADDRESS:MR:NR:ELEMSIZE[:direct|:directT|:directB]...
 
 (":direct": the kernel's direct form, which reads row i of A at a + i*lda;
 ":directT": the transposed direct form, which reads the values of step p at
-a + p*lda.)
+a + p*lda; ":directB": the direct form reading row p of B at b + p*ldb too.)
 
 Needs only python3 and binutils (objdump).
 """
@@ -187,20 +187,20 @@ class Machine:
         raise RuntimeError("runaway loop")
 
 
-def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None, with_bias=False, trans=False):
+def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None, with_bias=False, trans=False, ldb=None):
     """Runs one call; lda (direct forms) lays row i of A out at i*lda, or with trans
     step p at p*lda; else A is a packed panel.
     with_bias passes a bias of nr values (then C = alpha*A*B + bias, C not read)."""
     m = Machine(elem)
     a = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * mr if lda is None else (kc + 8) * lda if trans else mr * lda)]
-    b = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * nr)]
+    b = [m.rnd(rng.uniform(-1, 1)) for _ in range(kc * (nr if ldb is None else ldb))]
     c = [m.rnd(rng.uniform(-1, 1)) for _ in range(mr * ldc)]
     for base, vals in ((A, a), (B, b), (C, c)):
         for i, v in enumerate(vals):
             struct.pack_into(m.fmt, m.mem, base + i * elem, v)
     # ABI0: return address at 0(SP); kc, a, b, c, ldc from 8(SP) (direct
     # form: kc, a, lda, b, c, ldc); then alpha, beta.
-    ints = (kc, A, B, C, ldc) if lda is None else (kc, A, lda, B, C, ldc)
+    ints = (kc, A, B, C, ldc) if lda is None else (kc, A, lda, B, C, ldc) if ldb is None else (kc, A, lda, B, ldb, C, ldc)
     for i, v in enumerate(ints):
         struct.pack_into("<q", m.mem, SP + 8 + 8 * i, v)
     struct.pack_into(m.fmt, m.mem, SP + 8 + 8 * len(ints), alpha)
@@ -221,7 +221,7 @@ def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None, with_bias=Fal
                 if addr in m.writes:
                     raise RuntimeError(f"kc={kc}: wrote padding C[{i}][{j}]")
                 continue
-            prods = [a[p * mr + i if lda is None else p * lda + i if trans else i * lda + p] * b[p * nr + j] for p in range(kc)]
+            prods = [a[p * mr + i if lda is None else p * lda + i if trans else i * lda + p] * b[p * (nr if ldb is None else ldb) + j] for p in range(kc)]
             cij = c[i * ldc + j] if beta != 0 else 0.0
             if bias:
                 cij, beta_ = bias[j], 1.0
@@ -245,7 +245,7 @@ def main():
     for arg in sys.argv[2:]:
         name, addr, mr, nr, elem, *form = arg.split(":")
         addr, mr, nr, elem = int(addr, 0), int(mr), int(nr), int(elem)
-        direct, trans = form in (["direct"], ["directT"]), form == ["directT"]
+        direct, trans, bdirect = form in (["direct"], ["directT"], ["directB"]), form == ["directT"], form == ["directB"]
         code = disassemble(binary, addr)
         rng = random.Random(1)
         n, worst = 0, 0.0
@@ -255,8 +255,9 @@ def main():
                     lda = kc + ldc - nr + 2 if direct else None  # rows longer than kc
                     if trans:
                         lda = mr + ldc - nr + 3  # steps longer than mr
+                    ldb = nr + ldc - nr + 5 if bdirect else None  # rows of B longer than nr
                     for with_bias in (False, True):
-                        worst = max(worst, trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda, with_bias, trans))
+                        worst = max(worst, trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda, with_bias, trans, ldb))
                         n += 1
         print(f"{name}: {len(code)} instructions, {n} emulated calls match the reference "
               f"(worst error {worst:.3f} of the bound)")
