@@ -124,8 +124,11 @@ var (
 )
 
 // planarFill is Extended Planar's Spec.Fill: pairs of edge probability
-// down to about 0.018 may fill a constrained sample.
-var planarFill = -4.0
+// down to about 0.018 may fill a constrained sample. planarNFill is the
+// larger planar datasets' (about 0.0003), whose autoencoders are less sure
+// of their edges; chosen on Planar-128's validation split (docs/results.md,
+// "Constrained decoding: the edge fill").
+var planarFill, planarNFill = -4.0, -8.0
 
 // specs holds the datasets of the paper (docs/design.md, "The paper's
 // figures").
@@ -194,6 +197,7 @@ func init() {
 	} {
 		name := fmt.Sprintf("planar-%d", p.n)
 		specs[name] = Spec{Name: name, Title: fmt.Sprintf("Planar-%d", p.n), Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraint: planar.IsPlanar, Connected: true, ConstraintName: "planarity and connectivity",
+			Fill:       &planarNFill,
 			TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: p.batch,
 			Columns: planarNCols,
 			Paper: []PaperRow{

@@ -125,8 +125,8 @@ func WithConnected() DecodeOption { return func(o *decodeOptions) { o.connected 
 // more confident one back. minConfidence bounds what may be added: 0 adds
 // only pairs the argmax would have decoded, -2 pairs of edge probability
 // down to about 0.12 (for one edge class, confidence c is probability
-// sigmoid(c); +Inf adds nothing). It applies after WithConnected's joins. Like the
-// constraint it is constrained decoding, not what the paper's decoder
+// sigmoid(c)), +Inf nothing. It applies after WithConnected's joins. Like
+// the constraint it is constrained decoding, not what the paper's decoder
 // does; it needs WithEdgeConstraint and an undirected model.
 func WithEdgeFill(minConfidence float64) DecodeOption {
 	return func(o *decodeOptions) { o.fill, o.fillMin = true, minConfidence }
