@@ -782,36 +782,8 @@ func TestDirectABitwise(t *testing.T) {
 			continue
 		}
 		used = true
-		for _, threads := range []int{1, 2} {
-			for _, withBias := range []bool{false, true} {
-				for _, pr := range probs {
-					if withBias && pr.beta != 0 {
-						continue
-					}
-					o := makeOperands(pr, rng)
-					a, b := to32(o.a), to32(o.b)
-					var bias []float32
-					if withBias {
-						bias = make([]float32, pr.n)
-						for j := range bias {
-							bias[j] = float32(2*rng.Float64() - 1)
-						}
-					}
-					var res [2][]float32
-					for i, direct := range []bool{false, true} {
-						useDirectA = direct
-						c := to32(o.c)
-						sState.blocked(kn, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), bias, c, o.ldc)
-						res[i] = c
-					}
-					for i := range res[0] {
-						g, w := res[1][i], res[0][i]
-						if math.Float32bits(g) != math.Float32bits(w) && !(math.IsNaN(float64(g)) && math.IsNaN(float64(w))) {
-							t.Fatalf("%s threads=%d bias=%v %v: C[%d] = %v read in place, %v packed", kn.name, threads, withBias, pr, i, g, w)
-						}
-					}
-				}
-			}
+		for _, pr := range probs {
+			compareInPlace(t, kn, pr, rng, "read in place", func(in bool) { useDirectA = in })
 		}
 	}
 	if !used && sgemmKernels()[0].name != "go" {
@@ -839,44 +811,18 @@ func TestDirectBBitwise(t *testing.T) {
 		if kn.directB == nil {
 			continue
 		}
-		for _, threads := range []int{1, 2} {
-			for _, withBias := range []bool{false, true} {
-				for _, pr := range probs {
-					if withBias && pr.beta != 0 {
-						continue
-					}
-					if work(pr.m, pr.n, pr.k) > directBMaxWork {
-						t.Fatalf("%v: too large for the direct B path", pr)
-					}
-					o := makeOperands(pr, rng)
-					a, b := to32(o.a), to32(o.b)
-					var bias []float32
-					if withBias {
-						bias = make([]float32, pr.n)
-						for j := range bias {
-							bias[j] = float32(2*rng.Float64() - 1)
-						}
-					}
-					var res [2][]float32
-					for i, direct := range []bool{false, true} {
-						useDirectB = direct
-						var jb job[float32]
-						jb.set(kn, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), bias, nil, o.ldc)
-						if jb.directB != direct {
-							t.Fatalf("%s %v: directB = %v with useDirectB %v", kn.name, pr, jb.directB, direct)
-						}
-						c := to32(o.c)
-						sState.blocked(kn, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), bias, c, o.ldc)
-						res[i] = c
-					}
-					for i := range res[0] {
-						g, w := res[1][i], res[0][i]
-						if math.Float32bits(g) != math.Float32bits(w) && !(math.IsNaN(float64(g)) && math.IsNaN(float64(w))) {
-							t.Fatalf("%s threads=%d bias=%v %v: C[%d] = %v with B in place, %v packed", kn.name, threads, withBias, pr, i, g, w)
-						}
-					}
-				}
+		for _, pr := range probs {
+			if work(pr.m, pr.n, pr.k) > directBMaxWork {
+				t.Fatalf("%v: too large for the direct B path", pr)
 			}
+			compareInPlace(t, kn, pr, rng, "with B in place", func(in bool) {
+				useDirectB = in
+				var jb job[float32]
+				jb.set(kn, 1, pr.transA, pr.transB, pr.m, pr.n, pr.k, 1, nil, 0, nil, 0, 0, nil, nil, 0)
+				if jb.directB != in {
+					t.Fatalf("%s %v: directB = %v with useDirectB %v", kn.name, pr, jb.directB, in)
+				}
+			})
 		}
 		// Not for: transposed operands, a partial panel, fewer rows than a
 		// strip, a large product.
@@ -892,6 +838,43 @@ func TestDirectBBitwise(t *testing.T) {
 			jb.set(kn, 1, pr.transA, pr.transB, pr.m, pr.n, pr.k, 1, nil, 0, nil, 0, 0, nil, nil, 0)
 			if jb.directB {
 				t.Errorf("%s %v: B read in place", kn.name, pr)
+			}
+		}
+	}
+}
+
+// compareInPlace runs the product pr on the blocked path with kernel kn,
+// on one and two threads, with and without a bias (where beta is 0), once
+// after use(false) and once after use(true), and fails the test unless the
+// two give C bit for bit; how names the use(true) side in the message.
+func compareInPlace(t *testing.T, kn *kernel[float32], pr problem, rng *rand.Rand, how string, use func(bool)) {
+	t.Helper()
+	for _, threads := range []int{1, 2} {
+		for _, withBias := range []bool{false, true} {
+			if withBias && pr.beta != 0 {
+				continue
+			}
+			o := makeOperands(pr, rng)
+			a, b := to32(o.a), to32(o.b)
+			var bias []float32
+			if withBias {
+				bias = make([]float32, pr.n)
+				for j := range bias {
+					bias[j] = float32(2*rng.Float64() - 1)
+				}
+			}
+			var res [2][]float32
+			for i, in := range []bool{false, true} {
+				use(in)
+				c := to32(o.c)
+				sState.blocked(kn, threads, pr.transA, pr.transB, pr.m, pr.n, pr.k, float32(pr.alpha), a, o.lda, b, o.ldb, float32(pr.beta), bias, c, o.ldc)
+				res[i] = c
+			}
+			for i := range res[0] {
+				g, w := res[1][i], res[0][i]
+				if math.Float32bits(g) != math.Float32bits(w) && !(math.IsNaN(float64(g)) && math.IsNaN(float64(w))) {
+					t.Fatalf("%s threads=%d bias=%v %v: C[%d] = %v %s, %v packed", kn.name, threads, withBias, pr, i, g, how, w)
+				}
 			}
 		}
 	}
