@@ -49,7 +49,7 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.Uint64Var(&o.Seed, "seed", 0, "sampling seed")
 	fs.StringVar(&o.EdgeRule, "edge-rule", "", "decoding of undirected edges: or (the reference rule), and (both directions must agree), mean (mean score); default: flow.Sample's")
 	fs.BoolVar(&o.Constrained, "constrained", false, "decode under the dataset's constraint (planarity, acyclicity, spanning trees for Tree: valid by construction there; not the paper's sampler)")
-	fill := fs.Float64("fill", 0, "with -constrained: add the missing pairs of edge confidence (logit over no-edge) at least this back, most confident first, while the constraint holds (vae.WithEdgeFill; default: the dataset's, planar: see README; inf: none)")
+	fill := fs.Float64("fill", 0, "with -constrained: add the missing pairs of edge confidence (logit over no-edge) at least this back, most confident first, while the constraint holds (vae.WithEdgeFill; default: the dataset's, -4 for planar, -8 for planar-128/256/512, none elsewhere; inf: none)")
 	fs.IntVar(&o.Reencode, "reencode", 0, "re-encoding search after decoding: compare each graph with its variants in its N least confident pairs and keep the one whose encoding is nearest to the latents (vae.WithReencode; 0: off; not the paper's decoder)")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own, 0 with -constrained unless only connectivity is enforced; 0: the argmax; larger: fewer spurious edges, more valid planar graphs, worse MMDs)")
 	fs.Float64Var(&o.Temperature, "temperature", 0, "scale of the initial noise (0: flow.Sample's default)")
