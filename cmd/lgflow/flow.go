@@ -344,7 +344,7 @@ func runSample(ctx context.Context, args []string) error {
 const constraintUsage = "decode under constraints, valid by construction there (not the paper's sampler), comma-separated: planar, forest, tree (maximum-confidence spanning trees), dag, connected (components joined by their most confident pairs); planar graphs: planar,connected"
 
 // fillUsage documents -fill (sample, recon).
-const fillUsage = "with -constraint: add the missing pairs of edge confidence (logit over no-edge) at least this, most confident first, while the constraint holds (vae.WithEdgeFill; not the paper's sampler; e.g. -2)"
+const fillUsage = "with -constraint: add the missing pairs of edge confidence (logit over no-edge) at least this, most confident first, while the constraint holds (vae.WithEdgeFill; not the paper's sampler; default: none; examples/planar -constrained uses -4 for planar, -8 for planar-128/256/512)"
 
 // constraintOptions returns the decode options of a -constraint list
 // (comma-separated names).
