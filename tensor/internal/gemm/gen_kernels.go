@@ -13,13 +13,14 @@
 // width of columns, so the packed A panel is broadcast element by element and
 // the packed B panel is loaded a vector at a time. The k loop is unrolled 4x.
 //
-// The float32 kernels also come in two direct forms that read A where it
-// lies instead of from a packed panel: name + "Direct" reads row i of
-// op(A) at a + i*lda (row-major op(A), k contiguous), name + "DirectT"
+// The float32 kernels also come in three direct forms that read operands
+// where they lie instead of from packed panels: name + "Direct" reads row i
+// of op(A) at a + i*lda (row-major op(A), k contiguous), name + "DirectT"
 // reads op(A) = A^T with A stored k x m, element (i, p) at a + p*lda + i
-// (the A of a weight gradient). Both do the same broadcasts and
-// multiply-adds in the same order as the packed form, so the same bits,
-// without packing A.
+// (the A of a weight gradient), and name + "DirectB" is the Direct form
+// also reading row p of op(B) at b + p*ldb (small products, where packing B
+// costs more than it saves). All do the same broadcasts and multiply-adds
+// in the same order as the packed form, so the same bits.
 package main
 
 import (
