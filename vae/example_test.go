@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"lgflow/graph"
-	"lgflow/graph/planar"
 	"lgflow/graph/datasets"
+	"lgflow/graph/planar"
 	"lgflow/vae"
 )
 
