@@ -7,6 +7,7 @@ import (
 	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/graph/planar"
+	"lgflow/tensor"
 	"lgflow/vae"
 )
 
@@ -58,19 +59,8 @@ func ExampleParseEdgeRule() {
 // graphs decoded exactly. With the shipped planar LG-VAE the search decodes
 // most of such graphs exactly, against about 70% without it.
 func ExampleWithReencode() {
-	m, err := vae.Load("pretrained/planar/vae.safetensors")
-	if err != nil {
-		panic(err)
-	}
 	ctx := context.Background()
-	gs := datasets.Planar(64, 32, 5)
-	z, err := m.EncodeGraphs(ctx, gs, 0)
-	if err != nil {
-		panic(err)
-	}
-	if _, err := vae.AddLatentNoise(z, 0.01, 1); err != nil {
-		panic(err)
-	}
+	m, gs, z := noisyPlanarLatents(ctx, 0.01)
 	for _, opts := range [][]vae.DecodeOption{nil, {vae.WithReencode(8, 8)}} {
 		out, err := m.DecodeGraphs(ctx, z, opts...)
 		if err != nil {
@@ -94,19 +84,8 @@ func ExampleWithReencode() {
 // shipped planar LG-VAE: 5,613 edges without the fill, 5,667 with it, for
 // the graphs' 5,679).
 func ExampleWithEdgeFill() {
-	m, err := vae.Load("pretrained/planar/vae.safetensors")
-	if err != nil {
-		panic(err)
-	}
 	ctx := context.Background()
-	gs := datasets.Planar(64, 32, 5)
-	z, err := m.EncodeGraphs(ctx, gs, 0)
-	if err != nil {
-		panic(err)
-	}
-	if _, err := vae.AddLatentNoise(z, 0.03, 1); err != nil {
-		panic(err)
-	}
+	m, gs, z := noisyPlanarLatents(ctx, 0.03)
 	edges := func(gs []*graph.Graph) (n int) {
 		for _, g := range gs {
 			n += g.M()
@@ -125,4 +104,23 @@ func ExampleWithEdgeFill() {
 		}
 		fmt.Printf("fill %v: %d edges (the graphs: %d)\n", fill, edges(out), edges(gs))
 	}
+}
+
+// noisyPlanarLatents loads the shipped planar LG-VAE and returns it with 32
+// planar graphs of 64 nodes and their latents, perturbed by noise times
+// the latents' spread.
+func noisyPlanarLatents(ctx context.Context, noise float64) (*vae.Model, []*graph.Graph, []*tensor.Tensor) {
+	m, err := vae.Load("pretrained/planar/vae.safetensors")
+	if err != nil {
+		panic(err)
+	}
+	gs := datasets.Planar(64, 32, 5)
+	z, err := m.EncodeGraphs(ctx, gs, 0)
+	if err != nil {
+		panic(err)
+	}
+	if _, err := vae.AddLatentNoise(z, noise, 1); err != nil {
+		panic(err)
+	}
+	return m, gs, z
 }

@@ -307,11 +307,12 @@ func runSample(ctx context.Context, args []string) error {
 		}
 		opts = append(opts, flow.WithDecodeOptions(constraintOpts...))
 	}
-	if set["fill"] {
-		if *constraint == "" {
-			return usagef("-fill needs -constraint")
-		}
-		opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeFill(*fill)))
+	fillOpt, err := fillOption(set["fill"], *fill, *constraint)
+	if err != nil {
+		return err
+	}
+	if fillOpt != nil {
+		opts = append(opts, flow.WithDecodeOptions(fillOpt))
 	}
 	if *reencode != 0 {
 		opts = append(opts, flow.WithDecodeOptions(vae.WithReencode(*reencode, *reencodeRounds)))
@@ -345,6 +346,18 @@ const constraintUsage = "decode under constraints, valid by construction there (
 
 // fillUsage documents -fill (sample, recon).
 const fillUsage = "with -constraint: add the missing pairs of edge confidence (logit over no-edge) at least this, most confident first, while the constraint holds (vae.WithEdgeFill; not the paper's sampler; default: none; examples/planar -constrained uses -4 for planar, -8 for planar-128/256/512)"
+
+// fillOption returns the decode option of -fill when the flag was set (nil
+// when not); -fill needs -constraint.
+func fillOption(set bool, fill float64, constraint string) (vae.DecodeOption, error) {
+	if !set {
+		return nil, nil
+	}
+	if constraint == "" {
+		return nil, usagef("-fill needs -constraint")
+	}
+	return vae.WithEdgeFill(fill), nil
+}
 
 // constraintOptions returns the decode options of a -constraint list
 // (comma-separated names).

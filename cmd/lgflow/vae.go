@@ -295,11 +295,12 @@ func runRecon(ctx context.Context, args []string) error {
 			fillSet = true
 		}
 	})
-	if fillSet {
-		if *constraint == "" {
-			return usagef("-fill needs -constraint")
-		}
-		decodeOpts = append(decodeOpts, vae.WithEdgeFill(*fill))
+	fillOpt, err := fillOption(fillSet, *fill, *constraint)
+	if err != nil {
+		return err
+	}
+	if fillOpt != nil {
+		decodeOpts = append(decodeOpts, fillOpt)
 	}
 	if *path == "" || *name == "" {
 		return usagef("need -vae and -dataset")
