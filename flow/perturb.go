@@ -34,6 +34,11 @@ func (m *Model) EndpointPerturbation(tMin, tMax float64, steps int, opts ...Samp
 		return nil, fmt.Errorf("flow: stochasticity %g with method %q", o.eta, o.method)
 	case m == nil || m.Net == nil:
 		return nil, fmt.Errorf("flow: EndpointPerturbation needs a trained model")
+	case o.guide != nil && o.method != Euler:
+		return nil, fmt.Errorf("flow: guidance needs the Euler method, not %q", o.method)
+	}
+	if err := o.checkDenoisers(m); err != nil {
+		return nil, err
 	}
 	return func(z *tensor.Tensor, sizes []int, r *tensor.RNG) (*tensor.Tensor, error) {
 		if z.Rank() != 3 || z.Dim(0) != len(sizes) || z.Dim(2) != m.Cfg.DiT.Dim {

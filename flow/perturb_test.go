@@ -74,6 +74,11 @@ func TestEndpointPerturbation(t *testing.T) {
 			t.Errorf("EndpointPerturbation(%g, %g, %d): error %v, want one mentioning %q", tc.tMin, tc.tMax, tc.steps, err, tc.want)
 		}
 	}
+	for _, opt := range []flow.SampleOption{flow.WithExpert(&flow.Model{}, 0.9), flow.WithGuidance(&flow.Model{}, 1)} {
+		if _, err := m.EndpointPerturbation(0.5, 0.9, 2, opt); err == nil || !strings.Contains(err.Error(), "denoiser shape") {
+			t.Errorf("EndpointPerturbation with a denoiser of another shape: error %v", err)
+		}
+	}
 	p, err := m.EndpointPerturbation(0.5, 0.9, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"lgflow/autograd"
@@ -34,6 +35,8 @@ type sampleOptions struct {
 	shift      float64
 	guide      *Model
 	guideW     float64
+	expert     *Model
+	expertFrom float64
 	temp       float64
 	jumpAt     float64
 	eta        float64
@@ -85,6 +88,20 @@ func WithRandomGrid() SampleOption { return func(o *sampleOptions) { o.randomGri
 // does (docs/results.md). It doubles the cost of a step.
 func WithGuidance(weak *Model, w float64) SampleOption {
 	return func(o *sampleOptions) { o.guide, o.guideW = weak, w }
+}
+
+// WithExpert evaluates the denoiser of expert instead of the model's at
+// the steps that start at time from or later (0 < from <= 1): a second
+// denoiser trained for the data end of the path (for example fine-tuned
+// from the model with training times concentrated there, lgflow
+// train-flow -time-mean 3), as in ensembles of expert denoisers (eDiff-I,
+// Balaji et al. 2022). The final jump's estimate at from or later comes
+// from the expert too. A step costs what it costs without it. The expert
+// must share the model's latent space and scaling, denoiser shape and
+// target; its self-conditioning input is the previous step's prediction,
+// whichever denoiser made it.
+func WithExpert(expert *Model, from float64) SampleOption {
+	return func(o *sampleOptions) { o.expert, o.expertFrom = expert, from }
 }
 
 // WithTimeShift warps the uniform time grid by t = s·u/(1 + (s-1)·u), u the
@@ -221,13 +238,6 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		return fmt.Errorf("flow: stochastic steps need the Euler method, not %q", o.method)
 	case o.method != Euler && o.method != Heun:
 		return fmt.Errorf("flow: unknown method %q", o.method)
-	case o.guide != nil && (!(o.guideW >= 0) || math.IsInf(o.guideW, 0)):
-		return fmt.Errorf("flow: guidance weight must be finite and >= 0, got %g", o.guideW)
-	case o.guide != nil && (o.guide.Net == nil || m == nil || m.Net == nil || o.guide.Cfg.DiT != m.Cfg.DiT ||
-		o.guide.Cfg.Target != m.Cfg.Target || o.guide.Scale != m.Scale || o.guide.Cfg.Standardize != m.Cfg.Standardize):
-		return errors.New("flow: the guiding model must have the sampling model's denoiser shape, target and latent scaling")
-	case o.guide != nil && o.guide.Net.Backend() != m.Net.Backend():
-		return errors.New("flow: the guiding model must be on the sampling model's backend")
 	case o.guide != nil && o.method != Euler:
 		return fmt.Errorf("flow: guidance needs the Euler method, not %q", o.method)
 	case !(o.shift > 0) || math.IsInf(o.shift, 0):
@@ -242,6 +252,9 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		return fmt.Errorf("flow: %d node counts for %d graphs", len(o.sizes), n)
 	case m == nil || m.Net == nil || m.VAE == nil:
 		return errors.New("flow: Sample needs a trained model")
+	}
+	if err := o.checkDenoisers(m); err != nil {
+		return err
 	}
 	if o.jumpAt == 1 || o.steps < 2 {
 		o.jumpAt = 0 // integrate to 1: no room for a jump in one step
@@ -275,6 +288,31 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		if err := emit(z, sizes[lo:hi], &o); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkDenoisers checks the denoisers that WithGuidance and WithExpert add
+// against m, which must have one.
+func (o *sampleOptions) checkDenoisers(m *Model) error {
+	compatible := func(other *Model) bool {
+		return other.Net != nil && other.Cfg.DiT == m.Cfg.DiT && other.Cfg.Target == m.Cfg.Target &&
+			other.Scale == m.Scale && other.Cfg.Standardize == m.Cfg.Standardize &&
+			slices.Equal(other.Mean, m.Mean) && slices.Equal(other.Std, m.Std)
+	}
+	switch {
+	case o.guide != nil && (!(o.guideW >= 0) || math.IsInf(o.guideW, 0)):
+		return fmt.Errorf("flow: guidance weight must be finite and >= 0, got %g", o.guideW)
+	case o.guide != nil && !compatible(o.guide):
+		return errors.New("flow: the guiding model must have the sampling model's denoiser shape, target and latent scaling")
+	case o.guide != nil && o.guide.Net.Backend() != m.Net.Backend():
+		return errors.New("flow: the guiding model must be on the sampling model's backend")
+	case o.expert != nil && !(o.expertFrom > 0 && o.expertFrom <= 1):
+		return fmt.Errorf("flow: the expert's first time must be in (0, 1], got %g", o.expertFrom)
+	case o.expert != nil && !compatible(o.expert):
+		return errors.New("flow: the expert must have the sampling model's denoiser shape, target and latent scaling")
+	case o.expert != nil && o.expert.Net.Backend() != m.Net.Backend():
+		return errors.New("flow: the expert must be on the sampling model's backend")
 	}
 	return nil
 }
@@ -390,7 +428,11 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 	// the raw prediction (fed back for self-conditioning). With guidance the
 	// velocity comes from the guided prediction.
 	velocity := func(x *tensor.Tensor, t float64, xsc *tensor.Tensor) (v, pred *tensor.Tensor) {
-		pred = predict(m.Net, x, t, xsc)
+		net := m.Net
+		if o.expert != nil && t >= o.expertFrom {
+			net = o.expert.Net
+		}
+		pred = predict(net, x, t, xsc)
 		guided := pred
 		if o.guide != nil && o.guideW != 0 {
 			weak := predict(o.guide.Net, x, t, guideSC)

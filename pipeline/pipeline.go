@@ -87,12 +87,41 @@ type Options struct {
 	FinalJump   float64
 	// Method is the integrator, a flow.Method name (euler, heun; "": flow.Sample's default).
 	Method string
+	// ExpertPath names an LG-Flow whose denoiser replaces the flow's from
+	// time ExpertFrom on (flow.WithExpert; 0: the dataset's
+	// Spec.ExpertFrom, else DefaultExpertFrom). Empty: the expert shipped
+	// beside the shipped flow (ExpertFile), when the shipped flow is used
+	// and one ships; NoExpert: none.
+	ExpertPath string
+	ExpertFrom float64
 
 	// Data configures dataset loading (data directory, synthetic seed,
 	// split sizes).
 	Data datasets.Options
 	// Hooks receive progress; nil fields are skipped.
 	Hooks Hooks
+}
+
+// ExpertFile is the file name of a data-end expert denoiser shipped beside
+// a dataset's flow (Options.ExpertPath).
+const ExpertFile = "flow-expert.safetensors"
+
+// NoExpert, as Options.ExpertPath, samples without an expert denoiser.
+const NoExpert = "none"
+
+// DefaultExpertFrom is the expert's first time when neither
+// Options.ExpertFrom nor the dataset's Spec.ExpertFrom gives one.
+const DefaultExpertFrom = 0.9
+
+// expertFrom returns the expert's first time that applies.
+func (o Options) expertFrom(spec Spec) float64 {
+	switch {
+	case o.ExpertFrom != 0:
+		return o.ExpertFrom
+	case spec.ExpertFrom != 0:
+		return spec.ExpertFrom
+	}
+	return DefaultExpertFrom
 }
 
 // ReencodeRounds bounds the rounds of the re-encoding search that
@@ -119,8 +148,8 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 		batch = spec.SampleBatch
 	}
 	opts := []flow.SampleOption{flow.WithSeed(o.Seed), flow.WithBatchSize(batch)}
-	if o.Steps < 0 || o.Temperature < 0 || o.FinalJump < 0 {
-		return nil, fmt.Errorf("pipeline: negative sampler setting (steps %d, temperature %g, final jump %g)", o.Steps, o.Temperature, o.FinalJump)
+	if o.Steps < 0 || o.Temperature < 0 || o.FinalJump < 0 || o.ExpertFrom < 0 {
+		return nil, fmt.Errorf("pipeline: negative sampler setting (steps %d, temperature %g, final jump %g, expert from %g)", o.Steps, o.Temperature, o.FinalJump, o.ExpertFrom)
 	}
 	if o.Steps > 0 {
 		opts = append(opts, flow.WithSteps(o.Steps))
@@ -265,6 +294,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	expertPath, err := o.expert(flowPath)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, err
 	}
@@ -297,6 +330,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Models.VAE, rep.Models.Flow = vaePath, flowPath
+	if expertPath != "" {
+		expert, err := flow.Load(expertPath, ae)
+		if err != nil {
+			return nil, err
+		}
+		if err := expert.ToBackend(o.Backend); err != nil {
+			return nil, err
+		}
+		from := o.expertFrom(spec)
+		sampleOpts = append(sampleOpts, flow.WithExpert(expert, from))
+		rep.setExpert(expertPath, from)
+	}
 	if g, ok := o.Backend.(*cuda.Backend); ok {
 		rep.Hardware += ", denoiser on " + g.Device().Name
 	}
@@ -430,6 +475,29 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 		}
 	}
 	return vaePath, flowPath, nil
+}
+
+// expert returns the expert denoiser's checkpoint for a run sampling with
+// the flow at flowPath ("" when trained by this run): Options.ExpertPath,
+// or the one shipped beside the shipped flow, or "" for none.
+func (o Options) expert(flowPath string) (string, error) {
+	switch o.ExpertPath {
+	case NoExpert:
+		return "", nil
+	case "":
+		if o.Train || o.FlowPath != "" || flowPath == "" {
+			return "", nil
+		}
+		p := filepath.Join(filepath.Dir(flowPath), ExpertFile)
+		if _, err := os.Stat(p); err != nil {
+			return "", nil
+		}
+		return p, nil
+	}
+	if _, err := os.Stat(o.ExpertPath); err != nil {
+		return "", fmt.Errorf("pipeline: expert denoiser: %w", err)
+	}
+	return o.ExpertPath, nil
 }
 
 // reconBatch is the batch for reconstructing gs: 64 graphs of 64 nodes,

@@ -219,6 +219,66 @@ func TestShippedModels(t *testing.T) {
 	}
 }
 
+// TestExpertPath checks which data-end expert a run samples with: the one
+// shipped beside the shipped flow by default, none for a flow of one's own
+// or a trained one, an explicit one when it exists, and none on request.
+func TestExpertPath(t *testing.T) {
+	dir := t.TempDir()
+	shippedFlow := filepath.Join(dir, "planar", "flow.safetensors")
+	bare := filepath.Join(dir, "tree", "flow.safetensors")
+	own := filepath.Join(dir, "own.safetensors")
+	for _, p := range []string{shippedFlow, filepath.Join(dir, "planar", ExpertFile), bare, own} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		o        Options
+		flowPath string
+		want     string
+		err      string
+	}{
+		{"shipped beside the shipped flow", Options{}, shippedFlow, filepath.Join(dir, "planar", ExpertFile), ""},
+		{"none shipped", Options{}, bare, "", ""},
+		{"none asked for", Options{ExpertPath: NoExpert}, shippedFlow, "", ""},
+		{"own flow", Options{FlowPath: shippedFlow}, shippedFlow, "", ""},
+		{"trained here", Options{Train: true}, "", "", ""},
+		{"explicit", Options{ExpertPath: own}, bare, own, ""},
+		{"explicit, missing", Options{ExpertPath: filepath.Join(dir, "nope")}, bare, "", "expert denoiser"},
+	} {
+		got, err := c.o.expert(c.flowPath)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		o    Options
+		spec Spec
+		want float64
+	}{
+		{Options{}, Spec{}, DefaultExpertFrom},
+		{Options{}, Spec{ExpertFrom: 0.8}, 0.8},
+		{Options{ExpertFrom: 0.95}, Spec{ExpertFrom: 0.8}, 0.95},
+	} {
+		if got := c.o.expertFrom(c.spec); got != c.want {
+			t.Errorf("expertFrom(%v, %v) = %g, want %g", c.o.ExpertFrom, c.spec.ExpertFrom, got, c.want)
+		}
+	}
+	if _, err := (Options{ExpertFrom: -1}).sampleOptions(Spec{SampleBatch: 1}); err == nil {
+		t.Error("a negative expert time was accepted")
+	}
+}
+
 // TestWriteTable checks the planar table against the layout
 // examples/planar has always printed, and the Ego and DAG tables' rows.
 func TestWriteTable(t *testing.T) {

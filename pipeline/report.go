@@ -75,6 +75,10 @@ type Report struct {
 	Models struct {
 		VAE  string `json:"vae"`
 		Flow string `json:"flow"`
+		// Expert is the data-end expert denoiser (flow.WithExpert), used
+		// from ExpertFrom on, if any.
+		Expert     string  `json:"expert,omitempty"`
+		ExpertFrom float64 `json:"expert_from,omitempty"`
 	} `json:"models"`
 	// Notes say where the run differs from the paper's setting.
 	Notes []string `json:"notes,omitempty"`
@@ -102,6 +106,12 @@ func newReport(spec Spec, o Options, n int) *Report {
 		}
 	}
 	return r
+}
+
+// setExpert records the expert denoiser a run sampled with.
+func (r *Report) setExpert(path string, from float64) {
+	r.Models.Expert, r.Models.ExpertFrom = path, from
+	r.Notes = append(r.Notes, fmt.Sprintf("data-end expert: from time %g the denoiser is a second LG-Flow fine-tuned near the data (%s; flow.WithExpert); the paper samples with one denoiser", from, path))
 }
 
 func (r *Report) setReconstruction(a vae.Accuracy) {

@@ -258,6 +258,8 @@ func runSample(ctx context.Context, args []string) error {
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
 	device := fs.String("device", "cpu", "where the denoiser runs: cpu or cuda (the LG-VAE decodes on the CPU)")
+	expertPath := fs.String("expert", "", "LG-Flow whose denoiser replaces -flow's from -expert-from on (flow.WithExpert: a data-end expert fine-tuned from -flow with -time-mean 3; not the paper's sampler)")
+	expertFrom := fs.Float64("expert-from", 0.9, "with -expert: the first time at which the expert's denoiser is used")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -269,6 +271,9 @@ func runSample(ctx context.Context, args []string) error {
 	}
 	if *vaePath == "" || *flowPath == "" {
 		return usagef("need -vae and -flow")
+	}
+	if set["expert-from"] && *expertPath == "" {
+		return usagef("-expert-from needs -expert")
 	}
 	fmtName, err := sampleFormat(*format, *out)
 	if err != nil {
@@ -333,6 +338,16 @@ func runSample(ctx context.Context, args []string) error {
 	}
 	if err := m.ToBackend(backend); err != nil {
 		return err
+	}
+	if *expertPath != "" {
+		expert, err := flow.Load(*expertPath, ae)
+		if err != nil {
+			return err
+		}
+		if err := expert.ToBackend(backend); err != nil {
+			return err
+		}
+		opts = append(opts, flow.WithExpert(expert, *expertFrom))
 	}
 	gs, err := flow.Sample(ctx, m, *n, opts...)
 	if err != nil {
