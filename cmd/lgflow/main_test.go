@@ -143,6 +143,26 @@ func TestRecon(t *testing.T) {
 		code, _, errOut := run(t, append([]string{"recon", "-vae", model, "-dataset", "planar"}, bad...)...)
 		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
 	}
+
+	// Through the shipped flow: the later the latents are noised to, the
+	// more graphs come back exactly; the flow as its own expert changes
+	// nothing.
+	flowFile := filepath.Join("..", "..", "pretrained", "planar", "flow.safetensors")
+	late, early := recon("-flow", flowFile, "-from", "0.98"), recon("-flow", flowFile, "-from", "0.9")
+	assert.Equal(t, 0.98, late["from"])
+	assert.Greater(t, late["decoded_acc"], 0.4)
+	assert.Less(t, early["decoded_acc"], 0.1)
+	assert.Less(t, late["decoded_acc"], clean["decoded_acc"])
+	self := recon("-flow", flowFile, "-from", "0.98", "-expert", flowFile, "-expert-from", "0.5")
+	assert.Equal(t, late["decoded_acc"], self["decoded_acc"])
+	assert.Equal(t, late["valid"], self["valid"])
+	for _, bad := range [][]string{{"-expert", flowFile}, {"-flow", flowFile, "-noise", "0.01"}} {
+		code, _, errOut := run(t, append([]string{"recon", "-vae", model, "-dataset", "planar"}, bad...)...)
+		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
+	}
+	code, _, errOut := run(t, "recon", "-vae", model, "-dataset", "planar", "-flow", flowFile, "-from", "1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "perturbation times")
 }
 
 // TestValidityScore checks the checkpoint-selection scorers on hand-made

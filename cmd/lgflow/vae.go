@@ -14,6 +14,7 @@ import (
 	"lgflow/flow"
 	"lgflow/graph/datasets"
 	"lgflow/internal/progress"
+	"lgflow/tensor"
 	"lgflow/vae"
 )
 
@@ -262,7 +263,12 @@ func runRecon(ctx context.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	batch := fs.Int("batch", 64, "batch size")
 	noise := fs.Float64("noise", 0, "add Gaussian noise of this many latent standard deviations before decoding (decoder robustness)")
-	seed := fs.Uint64("seed", 0, "seed of the -noise draws")
+	seed := fs.Uint64("seed", 0, "seed of the -noise draws and of the -flow round trip's noise")
+	flowPath := fs.String("flow", "", "round trip through this LG-Flow (in the LG-VAE's latent space) before decoding: the latents noised to time -from and brought back by the sampler (flow.Model.EndpointPerturbation), how precisely the flow's data end restores real graphs")
+	from := fs.Float64("from", 0.9, "with -flow: the time the latents are noised to, in (0, 1)")
+	flowSteps := fs.Int("flow-steps", 0, "with -flow: sampler steps from -from to the data (default: as many as the sampler's 100-step grid has there, at least 1), the last one the final jump from 0.95 when -from is before it")
+	expertPath := fs.String("expert", "", "with -flow: the data-end expert denoiser the sampler uses from -expert-from on (flow.WithExpert)")
+	expertFrom := fs.Float64("expert-from", 0.9, "with -expert: the expert's first time")
 	edgeRule := fs.String("edge-rule", "or", "decoding of undirected edges for the decoded-exact and validity figures: or, and, mean")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the decoded-exact and validity figures (default: the LG-VAE's own; 0: the argmax)")
 	constraint := fs.String("constraint", "", "for the decoded-exact and validity figures: "+constraintUsage)
@@ -308,6 +314,12 @@ func runRecon(ctx context.Context, args []string) error {
 	if *noise < 0 {
 		return usagef("-noise must be >= 0")
 	}
+	if *flowPath == "" && *expertPath != "" {
+		return usagef("-expert needs -flow")
+	}
+	if *flowPath != "" && *noise > 0 {
+		return usagef("-noise and -flow are two perturbations; give one")
+	}
 	m, err := vae.Load(*path)
 	if err != nil {
 		return err
@@ -326,6 +338,11 @@ func runRecon(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *flowPath != "" {
+		if lat, err = flowRoundTrip(ctx, m, lat, *flowPath, *from, *flowSteps, *expertPath, *expertFrom, *seed, *batch); err != nil {
+			return err
+		}
+	}
 	acc, gs, err := vae.ReconstructLatents(ctx, m, d, *batch, lat, decodeOpts...)
 	if err != nil {
 		return err
@@ -339,6 +356,12 @@ func runRecon(ctx context.Context, args []string) error {
 			"decoded_acc": acc.Decoded(), "graphs": acc.Graphs}
 		if *noise > 0 {
 			out["noise"], out["latent_std"] = *noise, scale
+		}
+		if *flowPath != "" {
+			out["flow"], out["from"] = *flowPath, *from
+			if *expertPath != "" {
+				out["expert"], out["expert_from"] = *expertPath, *expertFrom
+			}
 		}
 		if valid >= 0 {
 			out["valid"], out["edge_rule"] = valid, rule.String()
@@ -358,6 +381,12 @@ func runRecon(ctx context.Context, args []string) error {
 	if *noise > 0 {
 		how = fmt.Sprintf(" with noise %g x latent std %.4g", *noise, scale)
 	}
+	if *flowPath != "" {
+		how = fmt.Sprintf(" through %s from time %g", *flowPath, *from)
+		if *expertPath != "" {
+			how += fmt.Sprintf(" (expert %s from %g)", *expertPath, *expertFrom)
+		}
+	}
 	if *constraint != "" {
 		how += ", decoded under the " + *constraint + " constraint"
 	}
@@ -374,6 +403,67 @@ func runRecon(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintln(stdout)
 	return nil
+}
+
+// flowRoundTrip noises per-graph latents to time from and brings them back
+// with the sampler of the flow at flowPath (and the expert at expertPath
+// from expertFrom on, if any): flow.Model.EndpointPerturbation, batch
+// graphs at a time, padded to the batch's largest graph. steps 0 takes as
+// many steps as the sampler's default 100-step grid has after from.
+func flowRoundTrip(ctx context.Context, ae *vae.Model, lat []*tensor.Tensor, flowPath string, from float64, steps int, expertPath string, expertFrom float64, seed uint64, batch int) ([]*tensor.Tensor, error) {
+	fm, err := flow.Load(flowPath, ae)
+	if err != nil {
+		return nil, err
+	}
+	if steps < 0 {
+		return nil, usagef("-flow-steps must be >= 0")
+	}
+	if steps == 0 {
+		steps = max(1, int(math.Round(100*(1-from))))
+	}
+	opts := []flow.SampleOption{flow.WithFinalJump(flow.DefaultFinalJump)}
+	if expertPath != "" {
+		expert, err := flow.Load(expertPath, ae)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, flow.WithExpert(expert, expertFrom))
+	}
+	perturb, err := fm.EndpointPerturbation(from, from, steps, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if batch <= 0 {
+		batch = 64
+	}
+	r := tensor.NewRNG(seed)
+	out := make([]*tensor.Tensor, 0, len(lat))
+	for lo := 0; lo < len(lat); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		chunk := lat[lo:min(lo+batch, len(lat))]
+		sizes := make([]int, len(chunk))
+		N := 0
+		for i, z := range chunk {
+			sizes[i] = z.Dim(0)
+			N = max(N, sizes[i])
+		}
+		d := chunk[0].Dim(1)
+		z := tensor.New(tensor.Float32, len(chunk), N, d)
+		for i, zi := range chunk {
+			tensor.Copy(z.Slice(0, i, i+1).Reshape(N, d).Slice(0, 0, sizes[i]), zi)
+		}
+		back, err := perturb(z, sizes, r)
+		if err != nil {
+			return nil, err
+		}
+		back = back.To(tensor.Float32)
+		for i, s := range sizes {
+			out = append(out, back.Slice(0, i, i+1).Reshape(N, d).Slice(0, 0, s).Clone())
+		}
+	}
+	return out, nil
 }
 
 // reencodeFlags defines -reencode and -reencode-rounds (recon, sample):
