@@ -3,11 +3,9 @@ package flow_test
 import (
 	"context"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 
-	"lgflow/dit"
 	"lgflow/flow"
 	"lgflow/tensor"
 )
@@ -19,53 +17,32 @@ func TestExpert(t *testing.T) {
 	f := getFixture(t)
 	m := f.model
 	ctx := context.Background()
-	latents := func(model *flow.Model, opts ...flow.SampleOption) []*tensor.Tensor {
-		t.Helper()
-		z, err := flow.SampleLatents(ctx, model, 4, append([]flow.SampleOption{flow.WithSeed(5), flow.WithSteps(6)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return z
-	}
-	same := func(a, b []*tensor.Tensor) bool {
-		for i := range a {
-			if !slices.Equal(a[i].To(tensor.Float64).Data64(), b[i].To(tensor.Float64).Data64()) {
-				return false
-			}
-		}
-		return true
-	}
-	expert := *m
-	net, err := dit.New(m.Cfg.DiT, tensor.NewRNG(77)) // another denoiser of the same shape
-	if err != nil {
-		t.Fatal(err)
-	}
-	expert.Net = net
-
+	latents := sampleLatentsOf(t, 5)
+	expert, other, wide := otherDenoisers(t, m, 77)
 	plain, alone := latents(m), latents(&expert)
-	if same(plain, alone) {
+	if sameLatents(plain, alone) {
 		t.Fatal("the two denoisers sample the same latents")
 	}
 	// The grid's steps start at 0.01 and end with the jump from 0.95: an
 	// expert from 1 is never used, one from before 0.01 at every step.
-	if !same(plain, latents(m, flow.WithExpert(&expert, 1))) {
+	if !sameLatents(plain, latents(m, flow.WithExpert(&expert, 1))) {
 		t.Error("an expert from time 1 changed the samples")
 	}
-	if !same(alone, latents(m, flow.WithExpert(&expert, 0.005))) {
+	if !sameLatents(alone, latents(m, flow.WithExpert(&expert, 0.005))) {
 		t.Error("an expert used at every step does not sample what it samples alone")
 	}
-	if !same(plain, latents(m, flow.WithExpert(m, 0.5))) {
+	if !sameLatents(plain, latents(m, flow.WithExpert(m, 0.5))) {
 		t.Error("the model as its own expert changed the samples")
 	}
-	// From 0.96 only the final jump (from 0.95) is the model's: the expert
-	// would change it. From 0.95 it is the expert's, so the samples differ.
-	if !same(plain, latents(m, flow.WithExpert(&expert, 0.96))) {
+	// From 0.96 no step starts late enough; from 0.95 the final jump is
+	// the expert's.
+	if !sameLatents(plain, latents(m, flow.WithExpert(&expert, 0.96))) {
 		t.Error("an expert from 0.96 changed samples whose last step starts at 0.95")
 	}
 	late := latents(m, flow.WithExpert(&expert, 0.95))
 	mid := latents(m, flow.WithExpert(&expert, 0.5))
 	for _, z := range [][]*tensor.Tensor{late, mid} {
-		if same(z, plain) || same(z, alone) {
+		if sameLatents(z, plain) || sameLatents(z, alone) {
 			t.Error("an expert for part of the path gives the samples of one denoiser")
 		}
 	}
@@ -75,19 +52,6 @@ func TestExpert(t *testing.T) {
 		}
 	}
 
-	other := expert
-	other.Scale *= 2
-	wider, err := flow.Preset("tiny", m.Cfg.DiT.Dim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wider.DiT.Width *= 2
-	wideNet, err := dit.New(wider.DiT, tensor.NewRNG(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wide := expert
-	wide.Cfg, wide.Net = wider, wideNet
 	for _, tc := range []struct {
 		name string
 		opts []flow.SampleOption

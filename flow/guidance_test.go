@@ -3,11 +3,9 @@ package flow_test
 import (
 	"context"
 	"math"
-	"slices"
 	"strings"
 	"testing"
 
-	"lgflow/dit"
 	"lgflow/flow"
 	"lgflow/tensor"
 )
@@ -20,38 +18,17 @@ func TestGuidance(t *testing.T) {
 	f := getFixture(t)
 	m := f.model
 	ctx := context.Background()
-	latents := func(opts ...flow.SampleOption) []*tensor.Tensor {
-		t.Helper()
-		z, err := flow.SampleLatents(ctx, m, 4, append([]flow.SampleOption{flow.WithSeed(3), flow.WithSteps(6)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return z
-	}
-	same := func(a, b []*tensor.Tensor) bool {
-		for i := range a {
-			if !slices.Equal(a[i].To(tensor.Float64).Data64(), b[i].To(tensor.Float64).Data64()) {
-				return false
-			}
-		}
-		return true
-	}
-	plain := latents()
-
-	weak := *m
-	net, err := dit.New(m.Cfg.DiT, tensor.NewRNG(99)) // another denoiser of the same shape
-	if err != nil {
-		t.Fatal(err)
-	}
-	weak.Net = net
-	if !same(plain, latents(flow.WithGuidance(&weak, 0))) {
+	latents := sampleLatentsOf(t, 3)
+	plain := latents(m)
+	weak, other, wide := otherDenoisers(t, m, 99)
+	if !sameLatents(plain, latents(m, flow.WithGuidance(&weak, 0))) {
 		t.Error("guidance weight 0 changed the samples")
 	}
-	if !same(plain, latents(flow.WithGuidance(m, 1.5))) {
+	if !sameLatents(plain, latents(m, flow.WithGuidance(m, 1.5))) {
 		t.Error("a model guiding itself changed the samples")
 	}
-	guided := latents(flow.WithGuidance(&weak, 1))
-	if same(plain, guided) {
+	guided := latents(m, flow.WithGuidance(&weak, 1))
+	if sameLatents(plain, guided) {
 		t.Error("guidance by another model changed nothing")
 	}
 	for i := range guided {
@@ -60,19 +37,6 @@ func TestGuidance(t *testing.T) {
 		}
 	}
 
-	other := weak
-	other.Scale *= 2
-	wider, err := flow.Preset("tiny", m.Cfg.DiT.Dim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wider.DiT.Width *= 2
-	wideNet, err := dit.New(wider.DiT, tensor.NewRNG(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wide := weak
-	wide.Cfg, wide.Net = wider, wideNet
 	for _, tc := range []struct {
 		name string
 		opts []flow.SampleOption
