@@ -104,6 +104,11 @@ func WithExpert(expert *Model, from float64) SampleOption {
 	return func(o *sampleOptions) { o.expert, o.expertFrom = expert, from }
 }
 
+// DefaultExpertFrom is the expert's first time that lgflow sample and the
+// pipeline use unless told otherwise: chosen with the shipped planar flow
+// and its expert on the validation split (docs/results.md).
+const DefaultExpertFrom = 0.95
+
 // WithTimeShift warps the uniform time grid by t = s·u/(1 + (s-1)·u), u the
 // uniform fraction of the integrated interval (default s = 1: uniform).
 // s > 1 makes the steps near the noise longer and those near the data

@@ -88,10 +88,6 @@ type Spec struct {
 	// constraint cut or the decoder left out are filled back where they
 	// fit. Options.Fill overrides it.
 	Fill *float64
-	// ExpertFrom is the time from which the data-end expert shipped beside
-	// the dataset's flow (ExpertFile, Options.ExpertPath) replaces its
-	// denoiser, chosen on the validation split; 0: DefaultExpertFrom.
-	ExpertFrom float64
 	// ConstraintName says in reports what constrained decoding enforces.
 	ConstraintName string
 	// Columns are the table's columns in the paper's order, Paper its rows.

@@ -57,7 +57,7 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.Float64Var(&o.Temperature, "temperature", 0, "scale of the initial noise (0: flow.Sample's default)")
 	fs.Float64Var(&o.FinalJump, "final-jump", 0, "integrate to this time, then take the denoiser's one-step estimate (0: flow.Sample's default, 0.95; 1: none)")
 	fs.StringVar(&o.ExpertPath, "expert", "", "LG-Flow whose denoiser replaces the flow's from -expert-from on (flow.WithExpert; default: the data-end expert shipped beside the shipped flow, if any; none: no expert, the paper's single denoiser)")
-	fs.Float64Var(&o.ExpertFrom, "expert-from", 0, "first time at which the expert's denoiser is used (0: the dataset's default)")
+	fs.Float64Var(&o.ExpertFrom, "expert-from", 0, "first time at which the expert's denoiser is used (0: flow.DefaultExpertFrom)")
 	fs.BoolVar(&o.Train, "train", false, "run the whole pipeline: data, LG-VAE and LG-Flow training (resumable, in -out), then sampling")
 	fs.StringVar(&o.Preset, "preset", "cpu", "with -train: model presets, cpu (two cores) or paper (a GPU)")
 	fs.DurationVar(&o.VAETime, "vae-time", 0, "with -train: stop LG-VAE training after this long (0: run its steps)")

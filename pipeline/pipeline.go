@@ -88,10 +88,9 @@ type Options struct {
 	// Method is the integrator, a flow.Method name (euler, heun; "": flow.Sample's default).
 	Method string
 	// ExpertPath names an LG-Flow whose denoiser replaces the flow's from
-	// time ExpertFrom on (flow.WithExpert; 0: the dataset's
-	// Spec.ExpertFrom, else DefaultExpertFrom). Empty: the expert shipped
-	// beside the shipped flow (ExpertFile), when the shipped flow is used
-	// and one ships; NoExpert: none.
+	// time ExpertFrom on (flow.WithExpert; 0: flow.DefaultExpertFrom).
+	// Empty: the expert shipped beside the shipped flow (ExpertFile), when
+	// the shipped flow is used and one ships; NoExpert: none.
 	ExpertPath string
 	ExpertFrom float64
 
@@ -109,19 +108,12 @@ const ExpertFile = "flow-expert.safetensors"
 // NoExpert, as Options.ExpertPath, samples without an expert denoiser.
 const NoExpert = "none"
 
-// DefaultExpertFrom is the expert's first time when neither
-// Options.ExpertFrom nor the dataset's Spec.ExpertFrom gives one.
-const DefaultExpertFrom = 0.9
-
 // expertFrom returns the expert's first time that applies.
-func (o Options) expertFrom(spec Spec) float64 {
-	switch {
-	case o.ExpertFrom != 0:
+func (o Options) expertFrom() float64 {
+	if o.ExpertFrom != 0 {
 		return o.ExpertFrom
-	case spec.ExpertFrom != 0:
-		return spec.ExpertFrom
 	}
-	return DefaultExpertFrom
+	return flow.DefaultExpertFrom
 }
 
 // ReencodeRounds bounds the rounds of the re-encoding search that
@@ -338,7 +330,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if err := expert.ToBackend(o.Backend); err != nil {
 			return nil, err
 		}
-		from := o.expertFrom(spec)
+		from := o.expertFrom()
 		sampleOpts = append(sampleOpts, flow.WithExpert(expert, from))
 		rep.setExpert(expertPath, from)
 	}

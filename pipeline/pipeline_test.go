@@ -261,18 +261,11 @@ func TestExpertPath(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
 		}
 	}
-	for _, c := range []struct {
-		o    Options
-		spec Spec
-		want float64
-	}{
-		{Options{}, Spec{}, DefaultExpertFrom},
-		{Options{}, Spec{ExpertFrom: 0.8}, 0.8},
-		{Options{ExpertFrom: 0.95}, Spec{ExpertFrom: 0.8}, 0.95},
-	} {
-		if got := c.o.expertFrom(c.spec); got != c.want {
-			t.Errorf("expertFrom(%v, %v) = %g, want %g", c.o.ExpertFrom, c.spec.ExpertFrom, got, c.want)
-		}
+	if got := (Options{}).expertFrom(); got != flow.DefaultExpertFrom {
+		t.Errorf("default expert time %g, want flow.DefaultExpertFrom", got)
+	}
+	if got := (Options{ExpertFrom: 0.8}).expertFrom(); got != 0.8 {
+		t.Errorf("expert time %g, want the one given", got)
 	}
 	if _, err := (Options{ExpertFrom: -1}).sampleOptions(Spec{SampleBatch: 1}); err == nil {
 		t.Error("a negative expert time was accepted")

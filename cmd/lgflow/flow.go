@@ -259,7 +259,7 @@ func runSample(ctx context.Context, args []string) error {
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
 	device := fs.String("device", "cpu", "where the denoiser runs: cpu or cuda (the LG-VAE decodes on the CPU)")
 	expertPath := fs.String("expert", "", "LG-Flow whose denoiser replaces -flow's from -expert-from on (flow.WithExpert: a data-end expert fine-tuned from -flow with -time-mean 3; not the paper's sampler)")
-	expertFrom := fs.Float64("expert-from", 0.9, "with -expert: the first time at which the expert's denoiser is used")
+	expertFrom := fs.Float64("expert-from", flow.DefaultExpertFrom, "with -expert: the first time at which the expert's denoiser is used")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

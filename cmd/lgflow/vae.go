@@ -268,7 +268,7 @@ func runRecon(ctx context.Context, args []string) error {
 	from := fs.Float64("from", 0.9, "with -flow: the time the latents are noised to, in (0, 1)")
 	flowSteps := fs.Int("flow-steps", 0, "with -flow: sampler steps from -from to the data (default: as many as the sampler's 100-step grid has there, at least 1), the last one the final jump from 0.95 when -from is before it")
 	expertPath := fs.String("expert", "", "with -flow: the data-end expert denoiser the sampler uses from -expert-from on (flow.WithExpert)")
-	expertFrom := fs.Float64("expert-from", 0.9, "with -expert: the expert's first time")
+	expertFrom := fs.Float64("expert-from", flow.DefaultExpertFrom, "with -expert: the expert's first time")
 	edgeRule := fs.String("edge-rule", "or", "decoding of undirected edges for the decoded-exact and validity figures: or, and, mean")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the decoded-exact and validity figures (default: the LG-VAE's own; 0: the argmax)")
 	constraint := fs.String("constraint", "", "for the decoded-exact and validity figures: "+constraintUsage)
