@@ -51,6 +51,22 @@ func TestExpert(t *testing.T) {
 			t.Errorf("graph %d: latents with an expert are not finite", i)
 		}
 	}
+	// Several experts: the one with the latest first time not after a
+	// step's start takes it, whatever the order they are given in.
+	third, _, _ := otherDenoisers(t, m, 78)
+	both := latents(m, flow.WithExpert(&expert, 0.5), flow.WithExpert(&third, 0.95))
+	if !sameLatents(both, latents(m, flow.WithExpert(&third, 0.95), flow.WithExpert(&expert, 0.5))) {
+		t.Error("the order of two experts changed the samples")
+	}
+	if sameLatents(both, mid) || sameLatents(both, latents(m, flow.WithExpert(&third, 0.95))) {
+		t.Error("a second expert changed nothing")
+	}
+	if !sameLatents(mid, latents(m, flow.WithExpert(&expert, 0.5), flow.WithExpert(&third, 1))) {
+		t.Error("an expert from time 1 beside another changed the samples")
+	}
+	if !sameLatents(plain, latents(m, flow.WithExpert(&expert, 0.005), flow.WithExpert(m, 0.01))) {
+		t.Error("the model as an expert from the first step did not take every step")
+	}
 
 	for _, tc := range []struct {
 		name string
@@ -63,6 +79,8 @@ func TestExpert(t *testing.T) {
 		{"other latent scale", []flow.SampleOption{flow.WithExpert(&other, 0.9)}, "latent scaling"},
 		{"other denoiser shape", []flow.SampleOption{flow.WithExpert(&wide, 0.9)}, "denoiser shape"},
 		{"no denoiser", []flow.SampleOption{flow.WithExpert(&flow.Model{}, 0.9)}, "denoiser shape"},
+		{"nil expert", []flow.SampleOption{flow.WithExpert(nil, 0.9)}, "denoiser shape"},
+		{"two experts from the same time", []flow.SampleOption{flow.WithExpert(&expert, 0.9), flow.WithExpert(m, 0.9)}, "two experts from time 0.9"},
 	} {
 		if _, err := flow.SampleLatents(ctx, m, 2, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)

@@ -35,8 +35,7 @@ type sampleOptions struct {
 	shift      float64
 	guide      *Model
 	guideW     float64
-	expert     *Model
-	expertFrom float64
+	experts    []expert
 	temp       float64
 	jumpAt     float64
 	eta        float64
@@ -90,24 +89,32 @@ func WithGuidance(weak *Model, w float64) SampleOption {
 	return func(o *sampleOptions) { o.guide, o.guideW = weak, w }
 }
 
-// WithExpert evaluates the denoiser of expert instead of the model's at
-// the steps that start at time from or later (0 < from <= 1): a second
+// WithExpert evaluates the denoiser of e instead of the model's at the
+// steps that start at time from or later (0 < from <= 1): a second
 // denoiser trained for the data end of the path (for example fine-tuned
 // from the model with training times concentrated there, lgflow
 // train-flow -time-mean 3), as in ensembles of expert denoisers (eDiff-I,
 // Balaji et al. 2022). The final jump's estimate at from or later comes
-// from the expert too. A step costs what it costs without it. The expert
-// must share the model's latent space and scaling, denoiser shape and
-// target; its self-conditioning input is the previous step's prediction,
-// whichever denoiser made it.
-func WithExpert(expert *Model, from float64) SampleOption {
-	return func(o *sampleOptions) { o.expert, o.expertFrom = expert, from }
+// from the expert too. A step costs what it costs without it. Given more
+// than once, it adds experts: a step uses the one with the latest first
+// time not after the step's start (two with the same first time are an
+// error). An expert must share the model's latent space and scaling,
+// denoiser shape and target; its self-conditioning input is the previous
+// step's prediction, whichever denoiser made it.
+func WithExpert(e *Model, from float64) SampleOption {
+	return func(o *sampleOptions) { o.experts = append(o.experts, expert{e, from}) }
+}
+
+// expert is a denoiser of WithExpert and its first time.
+type expert struct {
+	m    *Model
+	from float64
 }
 
 // DefaultExpertFrom is the expert's first time that lgflow sample and the
 // pipeline use unless told otherwise: chosen with the shipped planar flow
 // and its expert on the validation split (docs/results.md).
-const DefaultExpertFrom = 0.95
+const DefaultExpertFrom = 0.94
 
 // WithTimeShift warps the uniform time grid by t = s·u/(1 + (s-1)·u), u the
 // uniform fraction of the integrated interval (default s = 1: uniform).
@@ -312,12 +319,21 @@ func (o *sampleOptions) checkDenoisers(m *Model) error {
 		return errors.New("flow: the guiding model must have the sampling model's denoiser shape, target and latent scaling")
 	case o.guide != nil && o.guide.Net.Backend() != m.Net.Backend():
 		return errors.New("flow: the guiding model must be on the sampling model's backend")
-	case o.expert != nil && !(o.expertFrom > 0 && o.expertFrom <= 1):
-		return fmt.Errorf("flow: the expert's first time must be in (0, 1], got %g", o.expertFrom)
-	case o.expert != nil && !compatible(o.expert):
-		return errors.New("flow: the expert must have the sampling model's denoiser shape, target and latent scaling")
-	case o.expert != nil && o.expert.Net.Backend() != m.Net.Backend():
-		return errors.New("flow: the expert must be on the sampling model's backend")
+	}
+	for i, e := range o.experts {
+		switch {
+		case e.m == nil || !compatible(e.m):
+			return errors.New("flow: the expert must have the sampling model's denoiser shape, target and latent scaling")
+		case !(e.from > 0 && e.from <= 1):
+			return fmt.Errorf("flow: the expert's first time must be in (0, 1], got %g", e.from)
+		case e.m.Net.Backend() != m.Net.Backend():
+			return errors.New("flow: the expert must be on the sampling model's backend")
+		}
+		for _, f := range o.experts[:i] {
+			if f.from == e.from {
+				return fmt.Errorf("flow: two experts from time %g", e.from)
+			}
+		}
 	}
 	return nil
 }
@@ -433,9 +449,11 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 	// the raw prediction (fed back for self-conditioning). With guidance the
 	// velocity comes from the guided prediction.
 	velocity := func(x *tensor.Tensor, t float64, xsc *tensor.Tensor) (v, pred *tensor.Tensor) {
-		net := m.Net
-		if o.expert != nil && t >= o.expertFrom {
-			net = o.expert.Net
+		net, from := m.Net, 0.0
+		for _, e := range o.experts {
+			if t >= e.from && e.from > from {
+				net, from = e.m.Net, e.from
+			}
 		}
 		pred = predict(net, x, t, xsc)
 		guided := pred
