@@ -56,7 +56,7 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own, 0 with -constrained unless only connectivity is enforced; 0: the argmax; larger: fewer spurious edges, more valid planar graphs, worse MMDs)")
 	fs.Float64Var(&o.Temperature, "temperature", 0, "scale of the initial noise (0: flow.Sample's default)")
 	fs.Float64Var(&o.FinalJump, "final-jump", 0, "integrate to this time, then take the denoiser's one-step estimate (0: flow.Sample's default, 0.95; 1: none)")
-	fs.StringVar(&o.ExpertPath, "expert", "", "LG-Flow whose denoiser replaces the flow's from -expert-from on (flow.WithExpert; default: the data-end expert shipped beside the shipped flow, if any; none: no expert, the paper's single denoiser)")
+	fs.StringVar(&o.ExpertPath, "expert", "", "LG-Flow whose denoiser replaces the flow's from -expert-from on (flow.WithExpert; default: the data-end expert shipped beside the shipped flow, if any, unless -constrained; none: no expert, the paper's single denoiser)")
 	fs.Float64Var(&o.ExpertFrom, "expert-from", 0, "first time at which the expert's denoiser is used (0: flow.DefaultExpertFrom)")
 	fs.BoolVar(&o.Train, "train", false, "run the whole pipeline: data, LG-VAE and LG-Flow training (resumable, in -out), then sampling")
 	fs.StringVar(&o.Preset, "preset", "cpu", "with -train: model presets, cpu (two cores) or paper (a GPU)")

@@ -90,7 +90,9 @@ type Options struct {
 	// ExpertPath names an LG-Flow whose denoiser replaces the flow's from
 	// time ExpertFrom on (flow.WithExpert; 0: flow.DefaultExpertFrom).
 	// Empty: the expert shipped beside the shipped flow (ExpertFile), when
-	// the shipped flow is used and one ships; NoExpert: none.
+	// the shipped flow is used, one ships and decoding is not constrained
+	// (under constraints the planar one raised the degree and clustering
+	// MMDs: docs/results.md); NoExpert: none.
 	ExpertPath string
 	ExpertFrom float64
 
@@ -471,13 +473,14 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 
 // expert returns the expert denoiser's checkpoint for a run sampling with
 // the flow at flowPath ("" when trained by this run): Options.ExpertPath,
-// or the one shipped beside the shipped flow, or "" for none.
+// or the one shipped beside the shipped flow for unconstrained decoding,
+// or "" for none.
 func (o Options) expert(flowPath string) (string, error) {
 	switch o.ExpertPath {
 	case NoExpert:
 		return "", nil
 	case "":
-		if o.Train || o.FlowPath != "" || flowPath == "" {
+		if o.Train || o.FlowPath != "" || o.Constrained || flowPath == "" {
 			return "", nil
 		}
 		p := filepath.Join(filepath.Dir(flowPath), ExpertFile)

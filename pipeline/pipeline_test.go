@@ -220,8 +220,9 @@ func TestShippedModels(t *testing.T) {
 }
 
 // TestExpertPath checks which data-end expert a run samples with: the one
-// shipped beside the shipped flow by default, none for a flow of one's own
-// or a trained one, an explicit one when it exists, and none on request.
+// shipped beside the shipped flow by default, none for a flow of one's own,
+// a trained one or constrained decoding, an explicit one when it exists,
+// and none on request.
 func TestExpertPath(t *testing.T) {
 	dir := t.TempDir()
 	shippedFlow := filepath.Join(dir, "planar", "flow.safetensors")
@@ -245,6 +246,8 @@ func TestExpertPath(t *testing.T) {
 		{"shipped beside the shipped flow", Options{}, shippedFlow, filepath.Join(dir, "planar", ExpertFile), ""},
 		{"none shipped", Options{}, bare, "", ""},
 		{"none asked for", Options{ExpertPath: NoExpert}, shippedFlow, "", ""},
+		{"constrained decoding", Options{Constrained: true}, shippedFlow, "", ""},
+		{"constrained, explicit", Options{Constrained: true, ExpertPath: own}, shippedFlow, own, ""},
 		{"own flow", Options{FlowPath: shippedFlow}, shippedFlow, "", ""},
 		{"trained here", Options{Train: true}, "", "", ""},
 		{"explicit", Options{ExpertPath: own}, bare, own, ""},
