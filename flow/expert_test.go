@@ -8,6 +8,7 @@ import (
 
 	"lgflow/flow"
 	"lgflow/tensor"
+	"lgflow/vae"
 )
 
 // TestExpert checks WithExpert: the expert's denoiser replaces the model's
@@ -68,6 +69,12 @@ func TestExpert(t *testing.T) {
 		t.Error("the model as an expert from the first step did not take every step")
 	}
 
+	otherSpace := expert
+	otherAE, err := vae.New(m.VAE.Cfg, 12345) // an encoder with other weights
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherSpace.VAE = otherAE
 	for _, tc := range []struct {
 		name string
 		opts []flow.SampleOption
@@ -80,6 +87,7 @@ func TestExpert(t *testing.T) {
 		{"other denoiser shape", []flow.SampleOption{flow.WithExpert(&wide, 0.9)}, "denoiser shape"},
 		{"no denoiser", []flow.SampleOption{flow.WithExpert(&flow.Model{}, 0.9)}, "denoiser shape"},
 		{"nil expert", []flow.SampleOption{flow.WithExpert(nil, 0.9)}, "denoiser shape"},
+		{"other latent space", []flow.SampleOption{flow.WithExpert(&otherSpace, 0.9)}, "latent space"},
 		{"two experts from the same time", []flow.SampleOption{flow.WithExpert(&expert, 0.9), flow.WithExpert(m, 0.9)}, "two experts from time 0.9"},
 	} {
 		if _, err := flow.SampleLatents(ctx, m, 2, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {

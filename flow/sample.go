@@ -310,20 +310,20 @@ func (o *sampleOptions) checkDenoisers(m *Model) error {
 	compatible := func(other *Model) bool {
 		return other.Net != nil && other.Cfg.DiT == m.Cfg.DiT && other.Cfg.Target == m.Cfg.Target &&
 			other.Scale == m.Scale && other.Cfg.Standardize == m.Cfg.Standardize &&
-			slices.Equal(other.Mean, m.Mean) && slices.Equal(other.Std, m.Std)
+			slices.Equal(other.Mean, m.Mean) && slices.Equal(other.Std, m.Std) && sameLatentSpace(other.VAE, m.VAE)
 	}
 	switch {
 	case o.guide != nil && (!(o.guideW >= 0) || math.IsInf(o.guideW, 0)):
 		return fmt.Errorf("flow: guidance weight must be finite and >= 0, got %g", o.guideW)
 	case o.guide != nil && !compatible(o.guide):
-		return errors.New("flow: the guiding model must have the sampling model's denoiser shape, target and latent scaling")
+		return errors.New("flow: the guiding model must have the sampling model's denoiser shape, target, latent space and latent scaling")
 	case o.guide != nil && o.guide.Net.Backend() != m.Net.Backend():
 		return errors.New("flow: the guiding model must be on the sampling model's backend")
 	}
 	for i, e := range o.experts {
 		switch {
 		case e.m == nil || !compatible(e.m):
-			return errors.New("flow: the expert must have the sampling model's denoiser shape, target and latent scaling")
+			return errors.New("flow: the expert must have the sampling model's denoiser shape, target, latent space and latent scaling")
 		case !(e.from > 0 && e.from <= 1):
 			return fmt.Errorf("flow: the expert's first time must be in (0, 1], got %g", e.from)
 		case e.m.Net.Backend() != m.Net.Backend():
@@ -336,6 +336,12 @@ func (o *sampleOptions) checkDenoisers(m *Model) error {
 		}
 	}
 	return nil
+}
+
+// sameLatentSpace reports whether two flows' autoencoders encode alike:
+// the same model, or encoders with the same weights (nil: not known).
+func sameLatentSpace(a, b *vae.Model) bool {
+	return a == nil || b == nil || a == b || a.EncoderFingerprint() == b.EncoderFingerprint()
 }
 
 // drawSizes draws n node counts from the histogram counts.
