@@ -219,3 +219,30 @@ func TestHeapStableOverTrainingSteps(t *testing.T) {
 		t.Errorf("%.0f bytes allocated per step; buffers are not being reused", perStep)
 	}
 }
+
+// TestFreeze checks that a frozen parameter receives no gradient while the
+// other operand of the same op still does, and that freezing an
+// intermediate changes nothing.
+func TestFreeze(t *testing.T) {
+	w := NewParam(tensor.FromFloat64([]float64{1, 2, 3, 4}, 2, 2))
+	x := NewParam(tensor.FromFloat64([]float64{1, -1}, 1, 2))
+	w.Freeze()
+	if w.RequiresGrad() {
+		t.Fatal("a frozen parameter requires a gradient")
+	}
+	tp := NewTape()
+	h := tp.MatMul(x, w, false, false)
+	h.Freeze()
+	if !h.RequiresGrad() {
+		t.Fatal("Freeze changed an intermediate")
+	}
+	tp.Backward(tp.SumAll(h))
+	tp.Release()
+	if w.Grad != nil {
+		t.Errorf("frozen parameter got gradient %v", w.Grad.Data64())
+	}
+	// d/dx Σ x·W = row sums of W: (1+2, 3+4).
+	if x.Grad == nil || x.Grad.Data64()[0] != 3 || x.Grad.Data64()[1] != 7 {
+		t.Errorf("input gradient %v, want [3 7]", x.Grad)
+	}
+}

@@ -86,6 +86,16 @@ func (v *Var) ZeroGrad() {
 	v.mu.Unlock()
 }
 
+// Freeze makes the parameter v a constant leaf: from then on no tape sends
+// it a gradient, and ops skip the work of computing one. Every model that
+// shares v sees the change, so freeze the parameters of a copy of one's
+// own (vae.Model.Frozen). Freeze does nothing to an intermediate Var.
+func (v *Var) Freeze() {
+	if v.leaf {
+		v.requiresGrad = false
+	}
+}
+
 // Detach returns a constant Var sharing v.Value: a value that gradients do
 // not flow back through. The value is still owned by v's tape (if any), so it
 // becomes invalid when that tape is released.
