@@ -8,6 +8,7 @@ import (
 
 	"lgflow/autograd"
 	"lgflow/graph"
+	"lgflow/nn"
 	"lgflow/tensor"
 )
 
@@ -114,15 +115,10 @@ func (m *Model) objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 		}
 		dec = m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
 	}
-	edgeT, nodeT := targets(b)
-	C := m.Cfg.EdgeClasses + 1
-	pairW := dec.PairMask.To(tensor.Float32).Data32()
-	logits := tp.Reshape(dec.EdgeLogits, len(edgeT), C)
-	le := tp.SoftmaxCrossEntropy(logits, edgeT, pairW)
+	le, ln := m.reconstruction(tp, dec, b)
 	total := le
 	loss := &Loss{Edge: le.Value.Item()}
-	if dec.NodeLogits != nil && nodeT != nil {
-		ln := tp.SoftmaxCrossEntropy(dec.NodeLogits, nodeT, nodeWeights(b))
+	if ln != nil {
 		loss.Node = ln.Value.Item()
 		total = tp.Add(total, ln)
 	}
@@ -133,6 +129,60 @@ func (m *Model) objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 	}
 	loss.Total = total
 	return loss, dec, nil
+}
+
+// reconstruction returns the decoder's cross-entropies on b: edge classes
+// averaged over each graph's ordered pairs, and node labels averaged over
+// nodes (nil when unlabelled).
+func (m *Model) reconstruction(tp *autograd.Tape, dec *Decoded, b *graph.Batch) (edge, node *autograd.Var) {
+	edgeT, nodeT := targets(b)
+	C := m.Cfg.EdgeClasses + 1
+	pairW := dec.PairMask.To(tensor.Float32).Data32()
+	edge = tp.SoftmaxCrossEntropy(tp.Reshape(dec.EdgeLogits, len(edgeT), C), edgeT, pairW)
+	if dec.NodeLogits != nil && nodeT != nil {
+		node = tp.SoftmaxCrossEntropy(dec.NodeLogits, nodeT, nodeWeights(b))
+	}
+	return edge, node
+}
+
+// DecoderLoss returns the decoder's reconstruction loss of the padded
+// latents z (B, b.MaxN, Latent) against the graphs of b: the edge-class
+// cross-entropy over each graph's ordered pairs plus, for labelled graphs,
+// the node-label cross-entropy, the terms of the LG-VAE objective that
+// decode. Gradients flow into z (and into the decoder's weights unless
+// they are frozen, Frozen). A flow trains its data estimate with it
+// (flow.Config.DecoderWeight).
+func (m *Model) DecoderLoss(tp *autograd.Tape, z *autograd.Var, b *graph.Batch) (*autograd.Var, error) {
+	if want := []int{b.Len(), b.MaxN, m.Cfg.Latent}; !slices.Equal(z.Shape(), want) {
+		return nil, fmt.Errorf("vae: DecoderLoss: latents of shape %v for a batch of shape %v", z.Shape(), want)
+	}
+	edge, node := m.reconstruction(tp, m.DecodeDense(tp, z, sizes(b)), b)
+	if node != nil {
+		edge = tp.Add(edge, node)
+	}
+	return edge, nil
+}
+
+// Frozen returns a copy of m whose parameters are constants (autograd.Var.Freeze):
+// a decoder that gradients pass through to its input without changing or
+// accumulating into m's weights.
+func (m *Model) Frozen() (*Model, error) {
+	c, err := New(m.Cfg, 0, nn.WithDType(m.DType()))
+	if err != nil {
+		return nil, err
+	}
+	if err := nn.LoadStateDict(c, nn.StateDict(m)); err != nil {
+		return nil, fmt.Errorf("vae: Frozen: %w", err)
+	}
+	if be := m.backend(); be != tensor.CPU {
+		if err := nn.ToBackend(c, be); err != nil {
+			return nil, fmt.Errorf("vae: Frozen: %w", err)
+		}
+	}
+	for _, p := range c.Params() {
+		p.V.Freeze()
+	}
+	return c, nil
 }
 
 // padConst returns concatenated per-node rows x (NumNodes, d) in b's padded
