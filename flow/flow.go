@@ -62,6 +62,21 @@ type Config struct {
 	// precision of the latents is decided: with m = 0 fewer than 2% of
 	// training draws have t > 0.9.
 	TimeMean float64 `json:"time_mean,omitempty"`
+	// TimeStd is the scale s of the logit-normal training-time
+	// distribution, t = sigmoid(m + s·u) (0 means 1, the reference). A
+	// small s concentrates training on a narrow band of times: a data-end
+	// expert (WithExpert) that is evaluated only from t ≈ 0.94 on trains
+	// with m ≈ 3 and s ≈ 0.35.
+	TimeStd float64 `json:"time_std,omitempty"`
+	// DecoderWeight adds, with this weight, the frozen LG-VAE decoder's
+	// reconstruction loss of the denoiser's data estimate x̂1 (the point
+	// the final jump would output; vae.Model.DecoderLoss against the
+	// training graph) to the flow-matching loss: the denoiser then learns
+	// what the decoder needs of its estimate, which the latents' squared
+	// error weighs equally in every direction. It is meant for a data-end
+	// expert (WithExpert, trained with TimeMean ≈ 3), whose one-step
+	// estimates become the samples. 0 (the reference): flow matching alone.
+	DecoderWeight float64 `json:"decoder_weight,omitempty"`
 	// Standardize makes the flow work on per-dimension standardised
 	// latents, (z - mean)/std with the statistics of the training latents
 	// (stored with the model), instead of the reference's one global
@@ -128,6 +143,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("flow: Cooldown must be in [0, Steps = %d], got %d", c.Steps, c.Cooldown)
 	case math.IsNaN(c.TimeMean) || math.IsInf(c.TimeMean, 0):
 		return fmt.Errorf("flow: TimeMean must be finite, got %g", c.TimeMean)
+	case !(c.DecoderWeight >= 0) || math.IsInf(c.DecoderWeight, 0):
+		return fmt.Errorf("flow: DecoderWeight must be finite and not negative, got %g", c.DecoderWeight)
+	case !(c.TimeStd >= 0) || math.IsInf(c.TimeStd, 0):
+		return fmt.Errorf("flow: TimeStd must be finite and not negative, got %g", c.TimeStd)
 	}
 	return nil
 }

@@ -385,7 +385,7 @@ func timeGrid(start float64, steps int, random bool, jumpAt, shift float64, r *t
 		g[n] = end
 		return g
 	}
-	mid := sampleTime(r, n-1, 0)
+	mid := sampleTime(r, n-1, 0, 1)
 	for i, t := range mid {
 		mid[i] = min(max(t, 0.02), end)
 	}

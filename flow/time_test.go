@@ -9,12 +9,12 @@ import (
 
 // TestSampleTimeLocation checks the training-time distribution against
 // its closed form. With t = 0.01 + 0.98·(0.98·sigmoid(m + u) + 0.02·v),
-// u ~ N(0, 1) and v ~ U(0, 1), P(t > c) is the average over v of
-// P(u > logit(q) - m) with q = (p - 0.02·v) / 0.98 and p = (c - 0.01) / 0.98,
+// u ~ N(0, s²) and v ~ U(0, 1), P(t > c) is the average over v of
+// P(u > (logit(q) - m)/s) with q = (p - 0.02·v) / 0.98 and p = (c - 0.01) / 0.98,
 // computed here by the midpoint rule over v.
 func TestSampleTimeLocation(t *testing.T) {
 	phi := func(x float64) float64 { return 0.5 * math.Erfc(x/math.Sqrt2) } // P(N(0,1) > x)
-	want := func(m, c float64) float64 {
+	want := func(m, sd, c float64) float64 {
 		p := (c - 0.01) / 0.98
 		const k = 2000
 		s := 0.0
@@ -26,13 +26,16 @@ func TestSampleTimeLocation(t *testing.T) {
 			case q <= 0:
 				s++
 			default:
-				s += phi(math.Log(q/(1-q)) - m)
+				s += phi((math.Log(q/(1-q)) - m) / sd)
 			}
 		}
 		return s / k
 	}
-	for _, tc := range []struct{ mean, cut float64 }{{0, 0.5}, {0, 0.9}, {1, 0.9}, {2, 0.95}, {-1, 0.2}} {
-		ts := sampleTime(tensor.NewRNG(4), 200000, tc.mean)
+	for _, tc := range []struct{ mean, std, cut float64 }{
+		{0, 1, 0.5}, {0, 1, 0.9}, {1, 1, 0.9}, {2, 1, 0.95}, {-1, 1, 0.2},
+		{3, 0.35, 0.93}, {3, 0.35, 0.96}, {0, 2, 0.9}, {1, 0.5, 0.5},
+	} {
+		ts := sampleTime(tensor.NewRNG(4), 200000, tc.mean, tc.std)
 		n := 0
 		for _, v := range ts {
 			if v < 0.01 || v > 0.99 {
@@ -42,9 +45,9 @@ func TestSampleTimeLocation(t *testing.T) {
 				n++
 			}
 		}
-		got, exp := float64(n)/float64(len(ts)), want(tc.mean, tc.cut)
+		got, exp := float64(n)/float64(len(ts)), want(tc.mean, tc.std, tc.cut)
 		if sd := math.Sqrt(exp * (1 - exp) / float64(len(ts))); math.Abs(got-exp) > 5*sd+1e-4 {
-			t.Errorf("mean %v: P(t > %v) = %.4f, want %.4f", tc.mean, tc.cut, got, exp)
+			t.Errorf("mean %v, std %v: P(t > %v) = %.4f, want %.4f", tc.mean, tc.std, tc.cut, got, exp)
 		}
 	}
 }
@@ -64,6 +67,7 @@ func TestResumable(t *testing.T) {
 		{"lr", func(c *Config) { c.LR /= 2 }, true},
 		{"cooldown", func(c *Config) { c.Cooldown = c.Steps / 2 }, true},
 		{"time mean", func(c *Config) { c.TimeMean = 1 }, true},
+		{"time std", func(c *Config) { c.TimeStd = 0.35 }, true},
 		{"ot coupling", func(c *Config) { c.OTCoupling = true }, true},
 		{"standardize", func(c *Config) { c.Standardize = true }, false},
 		{"validation", func(c *Config) { c.ValEvery, c.ValSamples = 7, 3 }, true},

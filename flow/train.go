@@ -211,12 +211,15 @@ func NodeCountHistogram(gs []*graph.Graph) []int {
 	return c
 }
 
-// sampleTime draws training times: logit-normal(mean, 1) mixed 2% with
-// uniform, rescaled to [0.01, 0.99].
-func sampleTime(r *tensor.RNG, n int, mean float64) []float64 {
+// sampleTime draws training times: logit-normal(mean, std) mixed 2% with
+// uniform, rescaled to [0.01, 0.99]. std 0 means 1.
+func sampleTime(r *tensor.RNG, n int, mean, std float64) []float64 {
+	if std == 0 {
+		std = 1
+	}
 	t := make([]float64, n)
 	for i := range t {
-		p := 1 / (1 + math.Exp(-(mean + r.Normal())))
+		p := 1 / (1 + math.Exp(-(mean + std*r.Normal())))
 		p = 0.98*p + 0.02*r.Uniform()
 		t[i] = 0.01 + 0.98*p
 	}
@@ -227,7 +230,73 @@ func sampleTime(r *tensor.RNG, n int, mean float64) []float64 {
 // mask (B, N), drawing noise, times and the self-conditioning decision
 // from r. It is exported for benchmarks and tests.
 func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *autograd.Var {
-	return prepareBatch(cfg, x1, mask, r).loss(tp, net, cfg, r)
+	l, _ := prepareBatch(cfg, x1, mask, r).loss(tp, net, cfg, r, nil)
+	return l
+}
+
+// decoderTerm is the decoder loss of a training run (Config.DecoderWeight):
+// a frozen copy of the LG-VAE and the map from the flow's space back to
+// the LG-VAE's.
+type decoderTerm struct {
+	ae     *vae.Model // frozen
+	weight float64
+	// scale is the flow's global latent scale; mean and std (1, 1, d),
+	// when not nil, its per-dimension standardisation.
+	scale     float64
+	mean, std *tensor.Tensor
+}
+
+// newDecoderTerm returns the decoder term of m's training (nil when
+// cfg.DecoderWeight is 0), with m's scale or standardisation set.
+func newDecoderTerm(cfg Config, ae *vae.Model, m *Model) (*decoderTerm, error) {
+	if cfg.DecoderWeight == 0 {
+		return nil, nil
+	}
+	frozen, err := ae.Frozen()
+	if err != nil {
+		return nil, fmt.Errorf("flow: decoder loss: %w", err)
+	}
+	d := &decoderTerm{ae: frozen, weight: cfg.DecoderWeight, scale: m.Scale}
+	if m.Mean != nil {
+		d.std, d.mean = m.perDim(ae.Cfg.Latent, ae.DType(), false)
+	}
+	return d, nil
+}
+
+// dataEstimate returns the coefficients (B, 1, 1) that give the
+// denoiser's estimate of the data from its prediction at times t:
+// x̂1 = base + coef·pred, with base = xt for a velocity prediction
+// (x̂1 = xt + (1-t)·v̂) and base = xt/t for a noise prediction
+// (x̂1 = (xt - (1-t)·x̂0)/t).
+func dataEstimate(target Target, xt *tensor.Tensor, t []float64) (base, coef *tensor.Tensor) {
+	B := xt.Dim(0)
+	coef = tensor.New(xt.DType(), B, 1, 1)
+	inv := tensor.New(xt.DType(), B, 1, 1)
+	for b, v := range t {
+		if target == PredictVelocity {
+			coef.Set(1-v, b, 0, 0)
+			inv.Set(1, b, 0, 0)
+		} else {
+			coef.Set(-(1-v)/v, b, 0, 0)
+			inv.Set(1/v, b, 0, 0)
+		}
+	}
+	return tensor.Mul(nil, xt, inv), coef
+}
+
+// lossOf returns the decoder loss of the prediction pred of the prepared
+// batch p, whose graphs are p.graphs.
+func (d *decoderTerm) lossOf(tp *autograd.Tape, pred *autograd.Var, p *preparedBatch, target Target) (*autograd.Var, error) {
+	be := pred.Value.Backend()
+	base, coef := dataEstimate(target, p.xt, p.t)
+	x1 := tp.Add(tp.Mul(pred, autograd.NewConst(tp.Own(coef.On(be)))), autograd.NewConst(tp.Own(base.On(be))))
+	var z *autograd.Var
+	if d.mean == nil {
+		z = tp.MulScalar(x1, 1/d.scale)
+	} else {
+		z = tp.Add(tp.Mul(x1, autograd.NewConst(d.std.On(be))), autograd.NewConst(d.mean.On(be)))
+	}
+	return d.ae.DecoderLoss(tp, z, p.graphs)
 }
 
 // preparedBatch is the host-side part of a training step (Loss): the
@@ -236,6 +305,9 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 type preparedBatch struct {
 	xt, mask, target, w *tensor.Tensor
 	t                   []float64
+	// graphs are the batch's training graphs, for the decoder loss
+	// (Config.DecoderWeight; nil without it).
+	graphs *graph.Batch
 }
 
 // prepareBatch draws the times and noise of a batch x1 (B, N, d) with mask
@@ -244,7 +316,7 @@ type preparedBatch struct {
 // current step runs.
 func prepareBatch(cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *preparedBatch {
 	B, N, d := x1.Dim(0), x1.Dim(1), x1.Dim(2)
-	t := sampleTime(r, B, cfg.TimeMean)
+	t := sampleTime(r, B, cfg.TimeMean, cfg.TimeStd)
 	x0 := tensor.RandN(r, x1.DType(), B, N, d)
 	mask3 := mask.Reshape(B, N, 1)
 	tensor.Mul(x0, x0, mask3)
@@ -289,8 +361,9 @@ func prepareBatch(cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *preparedB
 
 // loss runs net on the prepared batch (brought to the network's backend)
 // and returns the weighted squared error, drawing the self-conditioning
-// decision from r after prepareBatch's draws.
-func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *tensor.RNG) *autograd.Var {
+// decision from r after prepareBatch's draws; with dec, plus its weight
+// times the decoder loss of the data estimate.
+func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *tensor.RNG, dec *decoderTerm) (*autograd.Var, error) {
 	be := net.Backend()
 	xtV, devMask := autograd.NewConst(tp.Own(p.xt.On(be))), tp.Own(p.mask.On(be))
 	var xsc *autograd.Var
@@ -301,7 +374,15 @@ func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *t
 		ng.Release()
 	}
 	pred := net.Forward(tp, xtV, p.t, devMask, xsc)
-	return tp.SquaredError(pred, autograd.NewConst(tp.Own(p.target.On(be))), tp.Own(p.w.On(be)))
+	fm := tp.SquaredError(pred, autograd.NewConst(tp.Own(p.target.On(be))), tp.Own(p.w.On(be)))
+	if dec == nil {
+		return fm, nil
+	}
+	dl, err := dec.lossOf(tp, pred, p, cfg.Target)
+	if err != nil {
+		return nil, err
+	}
+	return tp.Add(fm, tp.MulScalar(dl, dec.weight)), nil
 }
 
 // otCouple returns the noise x0 (B, N, d) with each graph's tokens
@@ -414,6 +495,10 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		}
 	}
 	meta[metaScale] = fmt.Sprint(m.Scale)
+	dec, err := newDecoderTerm(cfg, ae, m)
+	if err != nil {
+		return nil, err
+	}
 	// sampler returns a Model whose Net holds the EMA weights after step
 	// steps, built once per step: validation, the checkpoint and the
 	// returned model of one step share it.
@@ -468,10 +553,22 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 				m.toFlow(x1, mask) // Scale is 1: standardise per dimension
 			}
 			pb := prepareBatch(cfg, x1, mask, r)
+			if dec != nil {
+				gs := make([]*graph.Graph, len(batch))
+				for i, j := range batch {
+					gs[i] = train.Graphs[j]
+				}
+				pb.graphs = graph.NewBatch(gs)
+			}
 			return func() error {
 				opt.SetLR(schedule.LR(step + 1))
 				tp := autograd.NewTape()
-				if err := stepper.Step(tp, pb.loss(tp, net, cfg, r)); err != nil {
+				loss, err := pb.loss(tp, net, cfg, r, dec)
+				if err != nil {
+					tp.Release()
+					return err
+				}
+				if err := stepper.Step(tp, loss); err != nil {
 					return err
 				}
 				ema.Update(step + 1)
@@ -552,7 +649,10 @@ func resumable(saved, cfg Config) bool {
 	// (its order is a pure function of seed, step and batch size) change
 	// only which paths the next steps train on: a run may switch them.
 	saved.LR, saved.Cooldown = cfg.LR, cfg.Cooldown
-	saved.TimeMean, saved.OTCoupling, saved.BucketBySize = cfg.TimeMean, cfg.OTCoupling, cfg.BucketBySize
+	saved.TimeMean, saved.TimeStd, saved.OTCoupling, saved.BucketBySize = cfg.TimeMean, cfg.TimeStd, cfg.OTCoupling, cfg.BucketBySize
+	// The decoder loss changes the objective, not the model: a flow may
+	// be fine-tuned with it from its flow-matching state.
+	saved.DecoderWeight = cfg.DecoderWeight
 	saved.BatchSize = cfg.BatchSize
 	return saved == cfg
 }

@@ -1,0 +1,108 @@
+package flow
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"lgflow/autograd"
+	"lgflow/graph"
+	"lgflow/graph/datasets"
+	"lgflow/tensor"
+	"lgflow/vae"
+)
+
+// TestDataEstimate checks that the data estimate of a perfect prediction
+// is the data itself, for both targets.
+func TestDataEstimate(t *testing.T) {
+	r := tensor.NewRNG(7)
+	x1 := tensor.RandN(r, tensor.Float64, 5, 3, 4)
+	mask := tensor.New(tensor.Float64, 5, 3)
+	tensor.FillNormal(mask, r, 1, 0) // all ones
+	for _, target := range []Target{PredictX0, PredictVelocity} {
+		cfg := Config{Target: target, TimeMean: 2}
+		p := prepareBatch(cfg, x1, mask, tensor.NewRNG(3))
+		base, coef := dataEstimate(target, p.xt, p.t)
+		got := tensor.Add(nil, base, tensor.Mul(nil, p.target, coef))
+		if d := tensor.MaxAbs(tensor.Sub(nil, got, x1)); d > 1e-12 {
+			t.Errorf("%s: estimate from the true target is %g from the data", target, d)
+		}
+	}
+}
+
+// TestDecoderWeight trains the same tiny flow with and without the decoder
+// loss: with it, the frozen decoder's loss of the denoiser's one-step data
+// estimates on the training graphs must end lower, the autoencoder's
+// weights untouched.
+func TestDecoderWeight(t *testing.T) {
+	ctx := context.Background()
+	// A briefly trained autoencoder, whose decoder's logits depend on the
+	// latents as a trained one's do.
+	gs := datasets.Planar(9, 8, 1)
+	vc := vae.Config{K: 8, Latent: 8, PhiWidth: 32, Layers: 3, Width: 32, DeepSet: 8, EdgeClasses: 1,
+		Norm: vae.LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true}
+	data, err := vae.Prepare(ctx, gs, vc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := vae.TrainConfig{Steps: 600, BatchSize: 8, LR: 3e-3, MinLR: 1e-3, Warmup: 20, Beta1: 0.9, Beta2: 0.95, ClipNorm: 1, Seed: 1}
+	ae, err := vae.Train(ctx, vc, tc, data, data, vae.TrainOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lat, err := EncodeLatents(ctx, ae, data, 8, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ae.Params() {
+		p.V.Grad = nil // left by its training
+	}
+	fp := ae.EncoderFingerprint()
+	// The decoder loss of the one-step estimates at times near the data.
+	probe := func(m *Model) float64 {
+		idx := []int{0, 1, 2, 3, 4, 5, 6, 7}
+		x1, mask := lat.batchLatents(idx, m.Scale, false, nil)
+		p := prepareBatch(Config{Target: m.Cfg.Target, TimeMean: 2}, x1, mask, tensor.NewRNG(99))
+		p.graphs = graph.NewBatch(gs)
+		d, err := newDecoderTerm(Config{DecoderWeight: 1}, ae, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp := autograd.NoGrad()
+		defer tp.Release()
+		pred := m.Net.Forward(tp, autograd.NewConst(p.xt), p.t, p.mask, nil)
+		l, err := d.lossOf(tp, pred, p, m.Cfg.Target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Item()
+	}
+	var loss [2]float64
+	for i, w := range []float64{0, 10} {
+		cfg, err := Preset("tiny", 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Steps, cfg.TimeMean, cfg.DecoderWeight, cfg.DiT.SelfCond = 240, 2, w, false
+		m, err := Train(ctx, cfg, ae, data, lat, TrainOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loss[i] = probe(m)
+		if math.IsNaN(loss[i]) {
+			t.Fatalf("weight %v: decoder loss NaN", w)
+		}
+	}
+	t.Logf("decoder loss of the data estimates: %.4f without the term, %.4f with it", loss[0], loss[1])
+	if !(loss[1] < 0.9*loss[0]) {
+		t.Errorf("the decoder term did not lower the decoder loss: %.4f without, %.4f with", loss[0], loss[1])
+	}
+	if ae.EncoderFingerprint() != fp {
+		t.Error("training changed the autoencoder")
+	}
+	for _, p := range ae.Params() {
+		if p.V.Grad != nil {
+			t.Errorf("the autoencoder's weight %s received a gradient", p.Name)
+		}
+	}
+}
