@@ -7,28 +7,18 @@ import (
 	"lgflow/autograd"
 	"lgflow/graph"
 	"lgflow/graph/datasets"
-	"lgflow/nn"
 	"lgflow/tensor"
 )
 
-// labelled returns three small trees with node labels and a model for them
-// in float64.
+// labelledFixture returns three small labelled trees, their features and
+// batch, and a float64 model for them.
 func labelledFixture(t *testing.T) (*Model, *Dataset, *graph.Batch) {
 	t.Helper()
 	c := tinyConfig(false)
 	c.NodeClasses = 3
 	gs := append(datasets.Tree(5, 2, 1), datasets.Tree(4, 1, 2)...)
-	for i, g := range gs {
-		g.NodeLabels = make([]int, g.N())
-		for j := range g.NodeLabels {
-			g.NodeLabels[j] = (i + j) % 3
-		}
-	}
-	m, err := New(c, 3, nn.WithDType(tensor.Float64))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, prepare(t, gs, c), graph.NewBatch(gs)
+	setLabels(gs, 3)
+	return newFloat64(t, c), prepare(t, gs, c), graph.NewBatch(gs)
 }
 
 // TestDecoderLoss checks that DecoderLoss of the encoder's padded means is

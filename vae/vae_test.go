@@ -30,6 +30,26 @@ func prepare(t *testing.T, gs []*graph.Graph, c Config) *Dataset {
 	return d
 }
 
+// setLabels gives node j of graph i the label (i + j) mod k.
+func setLabels(gs []*graph.Graph, k int) {
+	for i, g := range gs {
+		g.NodeLabels = make([]int, g.N())
+		for j := range g.NodeLabels {
+			g.NodeLabels[j] = (i + j) % k
+		}
+	}
+}
+
+// newFloat64 returns a model of configuration c in float64 (seed 3).
+func newFloat64(t *testing.T, c Config) *Model {
+	t.Helper()
+	m, err := New(c, 3, nn.WithDType(tensor.Float64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestGradients checks the whole model's gradients (encoder, decoder and
 // loss) against finite differences, undirected and directed.
 func TestGradients(t *testing.T) {
@@ -42,23 +62,15 @@ func TestGradients(t *testing.T) {
 		}
 		gs = append(gs, gs[0].Clone())
 		gs[2].RemoveEdge(gs[2].Edges()[0].From, gs[2].Edges()[0].To)
-		for i, g := range gs {
-			g.NodeLabels = make([]int, g.N())
-			for j := range g.NodeLabels {
-				g.NodeLabels[j] = (i + j) % 3
-			}
-		}
-		m, err := New(c, 3, nn.WithDType(tensor.Float64))
-		if err != nil {
-			t.Fatal(err)
-		}
+		setLabels(gs, 3)
+		m := newFloat64(t, c)
 		d := prepare(t, gs, c)
 		b := graph.NewBatch(gs)
 		var params []*autograd.Var
 		for _, p := range m.Params() {
 			params = append(params, p.V)
 		}
-		err = autograd.CheckGrad(func(tp *autograd.Tape) *autograd.Var {
+		err := autograd.CheckGrad(func(tp *autograd.Tape) *autograd.Var {
 			loss, _ := m.Objective(tp, b, d.Features, Eval, nil)
 			return loss.Total
 		}, params, 1e-6, 1e-4)
