@@ -65,6 +65,21 @@ func TestResumeKeepsCheckpointConfig(t *testing.T) {
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, errOut, "time_mean: 0.5 → 1")
 
+		// A data-end expert's flags: a narrower time band and the decoder
+		// loss, switched on when resuming.
+		code, _, errOut = run(t, append(base, "-resume", "-steps", "5", "-time-std", "0.35", "-decoder-weight", "100")...)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, errOut, "time_std: unset → 0.35")
+		assert.Contains(t, errOut, "decoder_weight: unset → 100")
+		c, err = flow.CheckpointConfig(filepath.Join(out, flow.StateFile))
+		require.NoError(t, err)
+		assert.Equal(t, 0.35, c.TimeStd)
+		assert.Equal(t, 100.0, c.DecoderWeight)
+		assert.Equal(t, 5, c.Steps)
+		code, _, errOut = run(t, append(base, "-resume", "-steps", "6", "-decoder-weight", "-1")...)
+		assert.Equal(t, 2, code, errOut)
+		assert.Contains(t, errOut, "DecoderWeight")
+
 		code, _, errOut = run(t, append(base, "-resume", "-preset", "cpu")...)
 		assert.Equal(t, 2, code, errOut)
 		assert.Contains(t, errOut, "another denoiser")
