@@ -64,9 +64,9 @@ type Config struct {
 	TimeMean float64 `json:"time_mean,omitempty"`
 	// TimeStd is the scale s of the logit-normal training-time
 	// distribution, t = sigmoid(m + s·u) (0 means 1, the reference). A
-	// small s concentrates training on a narrow band of times: a data-end
-	// expert (WithExpert) that is evaluated only from t ≈ 0.94 on trains
-	// with m ≈ 3 and s ≈ 0.35.
+	// small s concentrates training on a narrow band of times: the shipped
+	// planar data-end expert (WithExpert), evaluated only from t = 0.95
+	// on, trained with m = 3.05 and s = 0.35 (t ≈ 0.93-0.96).
 	TimeStd float64 `json:"time_std,omitempty"`
 	// DecoderWeight adds, with this weight, the frozen LG-VAE decoder's
 	// reconstruction loss of the denoiser's data estimate x̂1 (the point

@@ -92,7 +92,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	bucket := fs.Bool("bucket-by-size", false, "override: batches of graphs of similar sizes (less padding; for datasets of very different sizes such as ego and tpu)")
 	otCoupling := fs.Bool("ot-coupling", false, "override: pair each graph's noise and data tokens by a minimal-cost assignment (shorter paths; the reference pairs at random)")
 	timeMean := fs.Float64("time-mean", 0, "override: location of the logit-normal training-time distribution (0: the reference; > 0 trains more near the data; the dataset cpu presets use 1)")
-	timeStd := fs.Float64("time-std", 0, "override: scale of the logit-normal training-time distribution (0 or 1: the reference; a data-end expert used from t = 0.94 on trains with -time-mean 3.05 -time-std 0.35)")
+	timeStd := fs.Float64("time-std", 0, "override: scale of the logit-normal training-time distribution (0 or 1: the reference; the shipped planar data-end expert, used from t = 0.95 on, trained with -time-mean 3.05 -time-std 0.35)")
 	decoderWeight := fs.Float64("decoder-weight", 0, "override: add this weight times the frozen LG-VAE decoder's reconstruction loss of the denoiser's data estimate (for a data-end expert; 0: flow matching alone, the reference)")
 	valEvery := fs.Int("val-every", 0, "override: steps between validation sampling runs (0: off)")
 	valSamples := fs.Int("val-samples", 0, "override: graphs sampled per validation (more: a steadier best-checkpoint choice)")
