@@ -264,7 +264,7 @@ func runSample(ctx context.Context, args []string) error {
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
 	device := fs.String("device", "cpu", "where the denoiser runs: cpu or cuda (the LG-VAE decodes on the CPU)")
-	expertPath := fs.String("expert", "", "LG-Flow whose denoiser replaces -flow's from -expert-from on (flow.WithExpert: a data-end expert fine-tuned from -flow with -time-mean 3; not the paper's sampler)")
+	expertPath := fs.String("expert", "", "LG-Flow whose denoiser replaces -flow's from -expert-from on (flow.WithExpert: a data-end expert fine-tuned from -flow near the data end, e.g. with -time-mean 3.05 -time-std 0.35 -decoder-weight 100; not the paper's sampler)")
 	expertFrom := fs.Float64("expert-from", flow.DefaultExpertFrom, "with -expert: the first time at which the expert's denoiser is used")
 	if err := parseFlags(fs, args); err != nil {
 		return err
