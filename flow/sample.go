@@ -113,7 +113,7 @@ type expert struct {
 
 // DefaultExpertFrom is the expert's first time that lgflow sample and the
 // pipeline use unless told otherwise: chosen with the shipped planar flow
-// and its expert on the validation split (docs/results.md, session 17).
+// and its expert on the validation split (docs/results.md).
 // With the default grid and final jump the expert then makes the one
 // evaluation at t = 0.95, the jump to the data.
 const DefaultExpertFrom = 0.95

@@ -240,6 +240,7 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 type decoderTerm struct {
 	ae     *vae.Model // frozen
 	weight float64
+	target Target
 	// scale is the flow's global latent scale; mean and std (1, 1, d),
 	// when not nil, its per-dimension standardisation.
 	scale     float64
@@ -256,7 +257,7 @@ func newDecoderTerm(cfg Config, ae *vae.Model, m *Model) (*decoderTerm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("flow: decoder loss: %w", err)
 	}
-	d := &decoderTerm{ae: frozen, weight: cfg.DecoderWeight, scale: m.Scale}
+	d := &decoderTerm{ae: frozen, weight: cfg.DecoderWeight, target: cfg.Target, scale: m.Scale}
 	if m.Mean != nil {
 		d.std, d.mean = m.perDim(ae.Cfg.Latent, ae.DType(), false)
 	}
@@ -284,18 +285,38 @@ func dataEstimate(target Target, xt *tensor.Tensor, t []float64) (base, coef *te
 	return tensor.Mul(nil, xt, inv), coef
 }
 
-// lossOf returns the decoder loss of the prediction pred of the prepared
-// batch p, whose graphs are p.graphs.
-func (d *decoderTerm) lossOf(tp *autograd.Tape, pred *autograd.Var, p *preparedBatch, target Target) (*autograd.Var, error) {
-	be := pred.Value.Backend()
-	base, coef := dataEstimate(target, p.xt, p.t)
-	x1 := tp.Add(tp.Mul(pred, autograd.NewConst(tp.Own(coef.On(be)))), autograd.NewConst(tp.Own(base.On(be))))
-	var z *autograd.Var
-	if d.mean == nil {
-		z = tp.MulScalar(x1, 1/d.scale)
-	} else {
-		z = tp.Add(tp.Mul(x1, autograd.NewConst(d.std.On(be))), autograd.NewConst(d.mean.On(be)))
+// prepare sets the host-side parts of p's decoder term: its graphs (the
+// training graphs idx of train) and the affine map from the prediction to
+// the LG-VAE latents of the data estimate, z = base + coef·pred
+// (dataEstimate followed by the inverse of the flow's latent map).
+func (d *decoderTerm) prepare(p *preparedBatch, train *vae.Dataset, idx []int) {
+	gs := make([]*graph.Graph, len(idx))
+	for i, j := range idx {
+		gs[i] = train.Graphs[j]
 	}
+	p.graphs = graph.NewBatch(gs)
+	p.decBase, p.decCoef = d.latentMap(p.xt, p.t)
+}
+
+// latentMap returns base and coef of z = base + coef·pred, the LG-VAE
+// latents of the data estimate from the prediction pred at xt and times t.
+func (d *decoderTerm) latentMap(xt *tensor.Tensor, t []float64) (base, coef *tensor.Tensor) {
+	base, coef = dataEstimate(d.target, xt, t)
+	if d.mean == nil {
+		tensor.MulScalar(base, base, 1/d.scale)
+		tensor.MulScalar(coef, coef, 1/d.scale)
+		return base, coef
+	}
+	tensor.Mul(base, base, d.std)
+	tensor.Add(base, base, d.mean)
+	return base, tensor.Mul(nil, coef, d.std) // coef (B, 1, d)
+}
+
+// lossOf returns the decoder loss of the prediction pred of the prepared
+// batch p (prepare set its decoder parts).
+func (d *decoderTerm) lossOf(tp *autograd.Tape, pred *autograd.Var, p *preparedBatch) (*autograd.Var, error) {
+	be := pred.Value.Backend()
+	z := tp.Add(tp.Mul(pred, autograd.NewConst(tp.Own(p.decCoef.On(be)))), autograd.NewConst(tp.Own(p.decBase.On(be))))
 	return d.ae.DecoderLoss(tp, z, p.graphs)
 }
 
@@ -305,9 +326,12 @@ func (d *decoderTerm) lossOf(tp *autograd.Tape, pred *autograd.Var, p *preparedB
 type preparedBatch struct {
 	xt, mask, target, w *tensor.Tensor
 	t                   []float64
-	// graphs are the batch's training graphs, for the decoder loss
-	// (Config.DecoderWeight; nil without it).
-	graphs *graph.Batch
+	// graphs are the batch's training graphs and decBase, decCoef the map
+	// z = decBase + decCoef·pred to the LG-VAE latents of the data
+	// estimate, for the decoder loss (Config.DecoderWeight; nil without
+	// it; decoderTerm.prepare).
+	graphs           *graph.Batch
+	decBase, decCoef *tensor.Tensor
 }
 
 // prepareBatch draws the times and noise of a batch x1 (B, N, d) with mask
@@ -378,7 +402,7 @@ func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *t
 	if dec == nil {
 		return fm, nil
 	}
-	dl, err := dec.lossOf(tp, pred, p, cfg.Target)
+	dl, err := dec.lossOf(tp, pred, p)
 	if err != nil {
 		return nil, err
 	}
@@ -554,11 +578,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			}
 			pb := prepareBatch(cfg, x1, mask, r)
 			if dec != nil {
-				gs := make([]*graph.Graph, len(batch))
-				for i, j := range batch {
-					gs[i] = train.Graphs[j]
-				}
-				pb.graphs = graph.NewBatch(gs)
+				dec.prepare(pb, train, batch)
 			}
 			return func() error {
 				opt.SetLR(schedule.LR(step + 1))

@@ -55,8 +55,12 @@ func TestResumeKeepsCheckpointConfig(t *testing.T) {
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, errOut, "steps: 2 → 3")
 		assert.False(t, strings.Contains(errOut, "lr:") || strings.Contains(errOut, "time_mean:"), errOut)
-		c, err := flow.CheckpointConfig(filepath.Join(out, flow.StateFile))
-		require.NoError(t, err)
+		saved := func() flow.Config {
+			c, err := flow.CheckpointConfig(filepath.Join(out, flow.StateFile))
+			require.NoError(t, err)
+			return c
+		}
+		c := saved()
 		assert.Equal(t, 0.003, c.LR)
 		assert.Equal(t, 0.5, c.TimeMean)
 		assert.Equal(t, 3, c.Steps)
@@ -71,8 +75,7 @@ func TestResumeKeepsCheckpointConfig(t *testing.T) {
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, errOut, "time_std: unset → 0.35")
 		assert.Contains(t, errOut, "decoder_weight: unset → 100")
-		c, err = flow.CheckpointConfig(filepath.Join(out, flow.StateFile))
-		require.NoError(t, err)
+		c = saved()
 		assert.Equal(t, 0.35, c.TimeStd)
 		assert.Equal(t, 100.0, c.DecoderWeight)
 		assert.Equal(t, 5, c.Steps)
