@@ -277,6 +277,12 @@ func TestSampleOptions(t *testing.T) {
 	if st := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithStochasticity(0.5)); slices.Equal(st, euler) {
 		t.Error("stochastic steps gave the same graphs as the ODE")
 	}
+	if zero := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithTimeOffsets(flow.TimeOffsets{})); !slices.Equal(zero, euler) {
+		t.Error("zero time offsets changed the samples")
+	}
+	if late := sample(t, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 0.96})); !slices.Equal(late, euler) {
+		t.Error("a step offset from after the last step changed the samples")
+	}
 	st1 := sample(t, m, 5, flow.WithSeed(9), flow.WithStochasticity(0.3))
 	if st2 := sample(t, m, 5, flow.WithSeed(9), flow.WithStochasticity(0.3)); !slices.Equal(st1, st2) {
 		t.Error("stochastic steps are not determined by the seed")
@@ -377,6 +383,11 @@ func TestSampleOptions(t *testing.T) {
 		{"jump after 1", 2, []flow.SampleOption{flow.WithFinalJump(1.5)}, "final jump"},
 		{"jump before start", 2, []flow.SampleOption{flow.WithFinalJump(0.005)}, "final jump"},
 		{"jump at 0", 2, []flow.SampleOption{flow.WithFinalJump(0)}, "final jump"},
+		{"NaN time offset", 2, []flow.SampleOption{flow.WithTimeOffsets(flow.TimeOffsets{Step: math.NaN()})}, "time offsets"},
+		{"time offset of 1", 2, []flow.SampleOption{flow.WithTimeOffsets(flow.TimeOffsets{Jump: 1})}, "time offsets"},
+		{"time offsets from 1", 2, []flow.SampleOption{flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 1})}, "time offsets"},
+		{"time offsets with Heun", 2, []flow.SampleOption{flow.WithTimeOffsets(flow.TimeOffsets{Jump: -0.01}), flow.WithMethod(flow.Heun)}, "Euler"},
+		{"time offset before the grid", 2, []flow.SampleOption{flow.WithTimeOffsets(flow.TimeOffsets{Step: -0.05})}, "outside (0, 1)"},
 	} {
 		if _, err := flow.Sample(ctx, m, tc.n, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)

@@ -39,6 +39,7 @@ type sampleOptions struct {
 	temp       float64
 	jumpAt     float64
 	eta        float64
+	offsets    TimeOffsets
 	edgeRule   vae.EdgeRule
 	edgeMargin *float64 // nil: the LG-VAE's Config.EdgeMargin
 	decode     []vae.DecodeOption
@@ -153,6 +154,50 @@ const DefaultFinalJump = 0.95
 // as in stochastic diffusion samplers. Euler only.
 func WithStochasticity(eta float64) SampleOption { return func(o *sampleOptions) { o.eta = eta } }
 
+// TimeOffsets relabel the times at which the sampler evaluates the
+// denoiser (WithTimeOffsets). The zero value changes nothing.
+type TimeOffsets struct {
+	// Step is added to the time of every step that starts at From or
+	// later, except the final one: the denoiser sees the state as if it
+	// were at t+Step, and the step's velocity is (x - x̂0)/(t+Step) for a
+	// noise-predicting flow (a velocity-predicting one's prediction is
+	// the velocity). Positive: the state is taken to be less noisy than
+	// the grid says.
+	Step float64 `json:"step"`
+	// From is the first time at which Step applies (0: every step).
+	From float64 `json:"from"`
+	// Jump is added to the time of the final step, the jump to the data:
+	// the sample is the data estimate of the state taken at time t+Jump,
+	// (x - (1-t')·x̂0)/t' with t' = t+Jump. Negative: the state is taken
+	// to be noisier than the grid says.
+	Jump float64 `json:"jump"`
+}
+
+// valid reports whether the offsets are finite and in range.
+func (t TimeOffsets) valid() bool {
+	for _, v := range []float64{t.Step, t.From, t.Jump} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return t.Step > -1 && t.Step < 1 && t.Jump > -1 && t.Jump < 1 && t.From >= 0 && t.From < 1
+}
+
+// Zero reports whether the offsets change nothing.
+func (t TimeOffsets) Zero() bool { return t == TimeOffsets{} }
+
+// WithTimeOffsets evaluates the denoiser at times shifted from the grid's
+// (default: none, the reference sampler). An ODE sampler's states drift
+// from the noise level the grid assigns them (exposure bias), and a
+// denoiser asked at the time whose noise level matches the state does
+// better: the idea of Li et al. 2024, "Alleviating exposure bias in
+// diffusion models through sampling with shifted time steps". With the
+// shipped planar flow and its expert, Step +0.015 from 0.5 and Jump
+// -0.035 lower every MMD but the spectral one, V.U.N. unchanged
+// (docs/results.md). Euler only; every shifted time must stay inside
+// (0, 1).
+func WithTimeOffsets(t TimeOffsets) SampleOption { return func(o *sampleOptions) { o.offsets = t } }
+
 // WithEdgeRule sets how the LG-VAE decoder decides undirected edges
 // (default vae.EitherDirection, the reference rule).
 func WithEdgeRule(r vae.EdgeRule) SampleOption { return func(o *sampleOptions) { o.edgeRule = r } }
@@ -252,6 +297,10 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		return fmt.Errorf("flow: stochastic steps need the Euler method, not %q", o.method)
 	case o.method != Euler && o.method != Heun:
 		return fmt.Errorf("flow: unknown method %q", o.method)
+	case !o.offsets.valid():
+		return fmt.Errorf("flow: time offsets must be finite, Step and Jump in (-1, 1) and From in [0, 1), got %+v", o.offsets)
+	case !o.offsets.Zero() && o.method != Euler:
+		return fmt.Errorf("flow: time offsets need the Euler method, not %q", o.method)
 	case o.guide != nil && o.method != Euler:
 		return fmt.Errorf("flow: guidance needs the Euler method, not %q", o.method)
 	case !(o.shift > 0) || math.IsInf(o.shift, 0):
@@ -456,17 +505,19 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 	// velocity evaluates the network at (x, t) and returns the velocity and
 	// the raw prediction (fed back for self-conditioning). With guidance the
 	// velocity comes from the guided prediction.
-	velocity := func(x *tensor.Tensor, t float64, xsc *tensor.Tensor) (v, pred *tensor.Tensor) {
+	// The denoiser is chosen by the grid time t and evaluated at te
+	// (WithTimeOffsets; te = t without offsets).
+	velocity := func(x *tensor.Tensor, t, te float64, xsc *tensor.Tensor) (v, pred *tensor.Tensor) {
 		net, from := m.Net, 0.0
 		for _, e := range o.experts {
 			if t >= e.from && e.from > from {
 				net, from = e.m.Net, e.from
 			}
 		}
-		pred = predict(net, x, t, xsc)
+		pred = predict(net, x, te, xsc)
 		guided := pred
 		if o.guide != nil && o.guideW != 0 {
-			weak := predict(o.guide.Net, x, t, guideSC)
+			weak := predict(o.guide.Net, x, te, guideSC)
 			guided = tensor.AddScaled(nil, pred, tensor.Sub(nil, pred, weak), o.guideW)
 			if m.Cfg.DiT.SelfCond {
 				guideSC = weak
@@ -476,26 +527,41 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 			return guided, pred
 		}
 		v = tensor.Sub(nil, x, guided) // (x - x0hat) / t
-		tensor.MulScalar(v, v, 1/t)
+		tensor.MulScalar(v, v, 1/te)
 		return v, pred
 	}
+	last := len(grid) - 2
 	for i := 0; i+1 < len(grid); i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		ta, tb := grid[i], grid[i+1]
 		h := tb - ta
-		v, pred := velocity(x, ta, xsc)
+		// te is the time the denoiser sees (WithTimeOffsets). The final
+		// step goes to the data estimate of the state taken at te,
+		// x + (1-te)·v.
+		te := ta
+		switch {
+		case i == last:
+			te += o.offsets.Jump
+			h = 1 - te
+		case ta >= o.offsets.From:
+			te += o.offsets.Step
+		}
+		if !(te > 0 && te < 1) {
+			return nil, fmt.Errorf("flow: the time offsets move the step at %g to %g, outside (0, 1)", ta, te)
+		}
+		v, pred := velocity(x, ta, te, xsc)
 		if o.method == Heun {
 			xe := tensor.AddScaled(nil, x, v, h)
-			v2, _ := velocity(xe, tb, pred)
+			v2, _ := velocity(xe, tb, tb, pred)
 			tensor.Add(v, v, v2)
 			tensor.MulScalar(v, v, 0.5)
 		}
 		if o.eta > 0 && tb < 1 {
-			// x̂1 = x + (1-ta)·v and x̂0 = x - ta·v for either target.
-			x1 := tensor.AddScaled(nil, x, v, 1-ta)
-			x0 := tensor.AddScaled(nil, x, v, -ta)
+			// x̂1 = x + (1-te)·v and x̂0 = x - te·v for either target.
+			x1 := tensor.AddScaled(nil, x, v, 1-te)
+			x0 := tensor.AddScaled(nil, x, v, -te)
 			eps := tensor.RandN(r, dt, B, N, d).On(be)
 			tensor.MulScalar(x0, x0, math.Sqrt(1-o.eta*o.eta))
 			tensor.AddScaled(x0, x0, eps, o.eta)

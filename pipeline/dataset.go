@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/planar"
 	"lgflow/metrics"
@@ -88,6 +89,10 @@ type Spec struct {
 	// constraint cut or the decoder left out are filled back where they
 	// fit. Options.Fill overrides it.
 	Fill *float64
+	// Shipped are sampler settings chosen on the validation split for the
+	// models shipped in pretrained/<name> with their data-end expert, used
+	// when a run samples with those and leaves the settings unset.
+	Shipped ShippedSampler
 	// ConstraintName says in reports what constrained decoding enforces.
 	ConstraintName string
 	// Columns are the table's columns in the paper's order, Paper its rows.
@@ -136,7 +141,10 @@ var specs = map[string]Spec{
 	"planar": {Name: "planar", Title: "Extended Planar", Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraint: planar.IsPlanar, Connected: true, ConstraintName: "planarity and connectivity",
 		// The bound chosen on the validation split (docs/results.md,
 		// "Constrained decoding: the edge fill").
-		Fill:       &planarFill,
+		Fill: &planarFill,
+		// Chosen with the shipped flow and expert on the validation split
+		// (docs/results.md, "Time offsets").
+		Shipped:    ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}, EdgeRule: "and"},
 		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
 		Columns: synthCols,
 		Paper: []PaperRow{
@@ -228,4 +236,14 @@ func Lookup(name string) (Spec, error) {
 		return Spec{}, fmt.Errorf("pipeline: unknown dataset %q%s (have %s)", name, hint, strings.Join(Names(), ", "))
 	}
 	return s, nil
+}
+
+// ShippedSampler are sampler settings tuned for a dataset's shipped models
+// (Spec.Shipped). The zero value is flow.Sample's defaults.
+type ShippedSampler struct {
+	// Offsets are the denoiser's time offsets (flow.WithTimeOffsets).
+	Offsets flow.TimeOffsets
+	// EdgeRule is the decoder's edge rule, a vae.ParseEdgeRule name ("":
+	// flow.Sample's).
+	EdgeRule string
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"lgflow/cuda"
+	"lgflow/flow"
 )
 
 // Main runs the pipeline as a command line program named name, the
@@ -31,6 +32,9 @@ import (
 //	                       sampler settings (default: flow.Sample's)
 //	-expert F -expert-from T
 //	                       a data-end expert denoiser (default: the shipped one, if any)
+//	-step-offset S -step-offset-from T -jump-offset J
+//	                       the denoiser's time offsets (default: the dataset's tuned ones
+//	                       with the shipped models)
 //	-data DIR -data-seed S data directory and synthetic-data seed
 //	-device cpu|cuda       where training steps and the denoiser run
 func Main(ctx context.Context, name, dataset string, args []string, stdout, stderr io.Writer) int {
@@ -67,6 +71,10 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.IntVar(&o.MaxTrain, "max-train", 0, "with -train: train on the first N training graphs only (0: all)")
 	fs.StringVar(&o.Data.Dir, "data", "", "data directory holding ego/ and tpu_tile/ (default: $LGFLOW_DATA, else ../shared/data beside go.mod)")
 	fs.Uint64Var(&o.Data.Seed, "data-seed", 0, "seed of the synthetic datasets")
+	var offsets flow.TimeOffsets
+	fs.Float64Var(&offsets.Step, "step-offset", 0, "time offset of the denoiser at the steps from -step-offset-from on, before the final one (flow.WithTimeOffsets; default, unless one of the three offset flags is given: the dataset's tuned offsets with the shipped flow and expert, else none)")
+	fs.Float64Var(&offsets.From, "step-offset-from", 0, "first time -step-offset applies at")
+	fs.Float64Var(&offsets.Jump, "jump-offset", 0, "time offset of the denoiser at the final jump to the data (flow.WithTimeOffsets)")
 	device := fs.String("device", "cpu", "where training steps and the denoiser run: cpu or cuda (an NVIDIA GPU)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -80,6 +88,8 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 			o.EdgeMargin = edgeMargin
 		case "fill":
 			o.Fill = fill
+		case "step-offset", "step-offset-from", "jump-offset":
+			o.Offsets = &offsets
 		}
 	})
 	fail := func(code int, err error) int {

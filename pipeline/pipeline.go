@@ -95,6 +95,10 @@ type Options struct {
 	// MMDs: docs/results.md); NoExpert: none.
 	ExpertPath string
 	ExpertFrom float64
+	// Offsets are the denoiser's time offsets (flow.WithTimeOffsets). nil:
+	// the dataset's Spec.Shipped offsets when the run samples with the
+	// shipped flow and expert, none otherwise.
+	Offsets *flow.TimeOffsets
 
 	// Data configures dataset loading (data directory, synthetic seed,
 	// split sizes).
@@ -336,6 +340,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		sampleOpts = append(sampleOpts, flow.WithExpert(expert, from))
 		rep.setExpert(expertPath, from)
 	}
+	offsets, rule := o.shippedSettings(spec, expertPath)
+	if !offsets.Zero() {
+		sampleOpts = append(sampleOpts, flow.WithTimeOffsets(offsets))
+		rep.setOffsets(offsets)
+	}
+	if rule != "" {
+		r, err := vae.ParseEdgeRule(rule)
+		if err != nil {
+			return nil, err
+		}
+		sampleOpts = append(sampleOpts, flow.WithEdgeRule(r))
+		rep.EdgeRule = r.String()
+		rep.Notes = append(rep.Notes, fmt.Sprintf("edge rule %s: chosen on the validation split for the shipped models (the reference decodes with or; -edge-rule or)", r))
+	}
 	if g, ok := o.Backend.(*cuda.Backend); ok {
 		rep.Hardware += ", denoiser on " + g.Device().Name
 	}
@@ -469,6 +487,26 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 		}
 	}
 	return vaePath, flowPath, nil
+}
+
+// shippedSettings returns the time offsets and, when Options leaves the
+// edge rule unset and the run samples with the shipped flow and expert,
+// the edge rule ("": flow.Sample's) that apply to a run whose expert is
+// expertPath (from Options.expert).
+func (o Options) shippedSettings(spec Spec, expertPath string) (flow.TimeOffsets, string) {
+	shipped := o.ExpertPath == "" && expertPath != ""
+	var offsets flow.TimeOffsets
+	switch {
+	case o.Offsets != nil:
+		offsets = *o.Offsets
+	case shipped:
+		offsets = spec.Shipped.Offsets
+	}
+	rule := ""
+	if shipped && o.EdgeRule == "" {
+		rule = spec.Shipped.EdgeRule
+	}
+	return offsets, rule
 }
 
 // expert returns the expert denoiser's checkpoint for a run sampling with

@@ -626,3 +626,32 @@ func TestSampleOptionsBad(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedSettings checks when a dataset's tuned sampler settings apply:
+// with the shipped flow and expert and nothing set, and never over what
+// Options sets.
+func TestShippedSettings(t *testing.T) {
+	tuned := flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}
+	spec := Spec{Shipped: ShippedSampler{Offsets: tuned, EdgeRule: "and"}}
+	own := flow.TimeOffsets{Jump: -0.01}
+	for _, c := range []struct {
+		name     string
+		o        Options
+		expert   string
+		offsets  flow.TimeOffsets
+		edgeRule string
+	}{
+		{"shipped expert", Options{}, "pretrained/planar/flow-expert.safetensors", tuned, "and"},
+		{"no expert", Options{}, "", flow.TimeOffsets{}, ""},
+		{"no expert, offsets given", Options{Offsets: &own}, "", own, ""},
+		{"own expert", Options{ExpertPath: "e.safetensors"}, "e.safetensors", flow.TimeOffsets{}, ""},
+		{"shipped expert, offsets given", Options{Offsets: &own}, "x", own, "and"},
+		{"shipped expert, zero offsets given", Options{Offsets: &flow.TimeOffsets{}}, "x", flow.TimeOffsets{}, "and"},
+		{"shipped expert, rule given", Options{EdgeRule: "or"}, "x", tuned, ""},
+	} {
+		offsets, rule := c.o.shippedSettings(spec, c.expert)
+		if offsets != c.offsets || rule != c.edgeRule {
+			t.Errorf("%s: %+v, %q; want %+v, %q", c.name, offsets, rule, c.offsets, c.edgeRule)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"lgflow/flow"
 	"lgflow/metrics"
 	"lgflow/vae"
 )
@@ -23,12 +24,15 @@ type Report struct {
 	SampleSeconds float64 `json:"sample_seconds"`
 	// Steps, Method, EdgeRule, EdgeMargin, Temperature and FinalJump are the sampler settings
 	// the run set; 0 and "" mean flow.Sample's defaults.
-	Steps       int      `json:"steps"`
-	Method      string   `json:"method,omitempty"`
-	Seed        uint64   `json:"seed"`
-	EdgeRule    string   `json:"edge_rule"`
-	EdgeMargin  *float64 `json:"edge_margin,omitempty"`
-	Constrained bool     `json:"constrained,omitempty"`
+	Steps    int    `json:"steps"`
+	Method   string `json:"method,omitempty"`
+	Seed     uint64 `json:"seed"`
+	EdgeRule string `json:"edge_rule"`
+	// TimeOffsets are the denoiser's time offsets (flow.WithTimeOffsets),
+	// if any.
+	TimeOffsets *flow.TimeOffsets `json:"time_offsets,omitempty"`
+	EdgeMargin  *float64          `json:"edge_margin,omitempty"`
+	Constrained bool              `json:"constrained,omitempty"`
 	// Fill is the edge-fill bound constrained decoding used (vae.WithEdgeFill), if any.
 	Fill        *float64 `json:"fill,omitempty"`
 	Reencode    int      `json:"reencode,omitempty"`
@@ -106,6 +110,12 @@ func newReport(spec Spec, o Options, n int) *Report {
 		}
 	}
 	return r
+}
+
+// setOffsets records the denoiser's time offsets a run sampled with.
+func (r *Report) setOffsets(t flow.TimeOffsets) {
+	r.TimeOffsets = &t
+	r.Notes = append(r.Notes, fmt.Sprintf("time offsets: the denoiser evaluated at shifted times (steps from %g on: %+g; the final jump: %+g; flow.WithTimeOffsets), chosen on the validation split; the paper evaluates it at the grid's times", t.From, t.Step, t.Jump))
 }
 
 // setExpert records the expert denoiser a run sampled with.

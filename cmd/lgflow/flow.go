@@ -264,8 +264,8 @@ func runSample(ctx context.Context, args []string) error {
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
 	device := fs.String("device", "cpu", "where the denoiser runs: cpu or cuda (the LG-VAE decodes on the CPU)")
-	expertPath := fs.String("expert", "", "LG-Flow whose denoiser replaces -flow's from -expert-from on (flow.WithExpert: a data-end expert fine-tuned from -flow near the data end, e.g. with -time-mean 3.05 -time-std 0.35 -decoder-weight 100; not the paper's sampler)")
-	expertFrom := fs.Float64("expert-from", flow.DefaultExpertFrom, "with -expert: the first time at which the expert's denoiser is used")
+	experts := addExpertFlags(fs, "")
+	offsets := addOffsetFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -278,8 +278,9 @@ func runSample(ctx context.Context, args []string) error {
 	if *vaePath == "" || *flowPath == "" {
 		return usagef("need -vae and -flow")
 	}
-	if set["expert-from"] && *expertPath == "" {
-		return usagef("-expert-from needs -expert")
+	expertSpecs, err := experts.parse()
+	if err != nil {
+		return err
 	}
 	fmtName, err := sampleFormat(*format, *out)
 	if err != nil {
@@ -300,6 +301,9 @@ func runSample(ctx context.Context, args []string) error {
 	}
 	if set["method"] {
 		opts = append(opts, flow.WithMethod(flow.Method(*method)))
+	}
+	if off := offsets.offsets(); !off.Zero() {
+		opts = append(opts, flow.WithTimeOffsets(off))
 	}
 	if set["edge-rule"] {
 		rule, err := vae.ParseEdgeRule(*edgeRule)
@@ -345,16 +349,11 @@ func runSample(ctx context.Context, args []string) error {
 	if err := m.ToBackend(backend); err != nil {
 		return err
 	}
-	if *expertPath != "" {
-		expert, err := flow.Load(*expertPath, ae)
-		if err != nil {
-			return err
-		}
-		if err := expert.ToBackend(backend); err != nil {
-			return err
-		}
-		opts = append(opts, flow.WithExpert(expert, *expertFrom))
+	expertOpts, err := expertOptions(expertSpecs, ae, backend)
+	if err != nil {
+		return err
 	}
+	opts = append(opts, expertOpts...)
 	gs, err := flow.Sample(ctx, m, *n, opts...)
 	if err != nil {
 		return err

@@ -156,6 +156,8 @@ func TestRecon(t *testing.T) {
 	self := recon("-flow", flowFile, "-from", "0.98", "-expert", flowFile, "-expert-from", "0.5")
 	assert.Equal(t, late["decoded_acc"], self["decoded_acc"])
 	assert.Equal(t, late["valid"], self["valid"])
+	chain := recon("-flow", flowFile, "-from", "0.98", "-expert", flowFile+", "+flowFile, "-expert-from", "0.5, 0.99")
+	assert.Equal(t, late["decoded_acc"], chain["decoded_acc"])
 	for _, bad := range [][]string{{"-expert", flowFile}, {"-flow", flowFile, "-noise", "0.01"}} {
 		code, _, errOut := run(t, append([]string{"recon", "-vae", model, "-dataset", "planar"}, bad...)...)
 		assert.Equal(t, 2, code, "%v: %s", bad, errOut)

@@ -267,8 +267,8 @@ func runRecon(ctx context.Context, args []string) error {
 	flowPath := fs.String("flow", "", "round trip through this LG-Flow (in the LG-VAE's latent space) before decoding: the latents noised to time -from and brought back by the sampler (flow.Model.EndpointPerturbation), how precisely the flow's data end restores real graphs")
 	from := fs.Float64("from", 0.9, "with -flow: the time the latents are noised to, in (0, 1)")
 	flowSteps := fs.Int("flow-steps", 0, "with -flow: sampler steps from -from to the data (default: as many as the sampler's 100-step grid has there, at least 1), the last one the final jump from 0.95 when -from is before it")
-	expertPath := fs.String("expert", "", "with -flow: the data-end expert denoiser the sampler uses from -expert-from on (flow.WithExpert)")
-	expertFrom := fs.Float64("expert-from", flow.DefaultExpertFrom, "with -expert: the expert's first time")
+	experts := addExpertFlags(fs, "with -flow: ")
+	offsets := addOffsetFlags(fs)
 	edgeRule := fs.String("edge-rule", "or", "decoding of undirected edges for the decoded-exact and validity figures: or, and, mean")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the decoded-exact and validity figures (default: the LG-VAE's own; 0: the argmax)")
 	constraint := fs.String("constraint", "", "for the decoded-exact and validity figures: "+constraintUsage)
@@ -314,7 +314,11 @@ func runRecon(ctx context.Context, args []string) error {
 	if *noise < 0 {
 		return usagef("-noise must be >= 0")
 	}
-	if *flowPath == "" && *expertPath != "" {
+	expertSpecs, err := experts.parse()
+	if err != nil {
+		return err
+	}
+	if *flowPath == "" && len(expertSpecs) > 0 {
 		return usagef("-expert needs -flow")
 	}
 	if *flowPath != "" && *noise > 0 {
@@ -339,7 +343,7 @@ func runRecon(ctx context.Context, args []string) error {
 		return err
 	}
 	if *flowPath != "" {
-		if lat, err = flowRoundTrip(ctx, m, lat, *flowPath, *from, *flowSteps, *expertPath, *expertFrom, *seed, *batch); err != nil {
+		if lat, err = flowRoundTrip(ctx, m, lat, *flowPath, *from, *flowSteps, expertSpecs, offsets.offsets(), *seed, *batch); err != nil {
 			return err
 		}
 	}
@@ -359,8 +363,11 @@ func runRecon(ctx context.Context, args []string) error {
 		}
 		if *flowPath != "" {
 			out["flow"], out["from"] = *flowPath, *from
-			if *expertPath != "" {
-				out["expert"], out["expert_from"] = *expertPath, *expertFrom
+			if len(expertSpecs) > 0 {
+				out["experts"] = describeExperts(expertSpecs)
+			}
+			if off := offsets.offsets(); !off.Zero() {
+				out["time_offsets"] = off
 			}
 		}
 		if valid >= 0 {
@@ -383,8 +390,11 @@ func runRecon(ctx context.Context, args []string) error {
 	}
 	if *flowPath != "" {
 		how = fmt.Sprintf(" through %s from time %g", *flowPath, *from)
-		if *expertPath != "" {
-			how += fmt.Sprintf(" (expert %s from %g)", *expertPath, *expertFrom)
+		if len(expertSpecs) > 0 {
+			how += " (experts " + describeExperts(expertSpecs) + ")"
+		}
+		if off := offsets.offsets(); !off.Zero() {
+			how += fmt.Sprintf(" (time offsets %+v)", off)
 		}
 	}
 	if *constraint != "" {
@@ -406,11 +416,11 @@ func runRecon(ctx context.Context, args []string) error {
 }
 
 // flowRoundTrip noises per-graph latents to time from and brings them back
-// with the sampler of the flow at flowPath (and the expert at expertPath
-// from expertFrom on, if any): flow.Model.EndpointPerturbation, batch
+// with the sampler of the flow at flowPath (and the expert denoisers, if
+// any): flow.Model.EndpointPerturbation, batch
 // graphs at a time, padded to the batch's largest graph. steps 0 takes as
 // many steps as the sampler's default 100-step grid has after from.
-func flowRoundTrip(ctx context.Context, ae *vae.Model, lat []*tensor.Tensor, flowPath string, from float64, steps int, expertPath string, expertFrom float64, seed uint64, batch int) ([]*tensor.Tensor, error) {
+func flowRoundTrip(ctx context.Context, ae *vae.Model, lat []*tensor.Tensor, flowPath string, from float64, steps int, experts []expertSpec, offsets flow.TimeOffsets, seed uint64, batch int) ([]*tensor.Tensor, error) {
 	fm, err := flow.Load(flowPath, ae)
 	if err != nil {
 		return nil, err
@@ -421,14 +431,12 @@ func flowRoundTrip(ctx context.Context, ae *vae.Model, lat []*tensor.Tensor, flo
 	if steps == 0 {
 		steps = max(1, int(math.Round(100*(1-from))))
 	}
-	opts := []flow.SampleOption{flow.WithFinalJump(flow.DefaultFinalJump)}
-	if expertPath != "" {
-		expert, err := flow.Load(expertPath, ae)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, flow.WithExpert(expert, expertFrom))
+	opts := []flow.SampleOption{flow.WithFinalJump(flow.DefaultFinalJump), flow.WithTimeOffsets(offsets)}
+	expertOpts, err := expertOptions(experts, ae, nil)
+	if err != nil {
+		return nil, err
 	}
+	opts = append(opts, expertOpts...)
 	perturb, err := fm.EndpointPerturbation(from, from, steps, opts...)
 	if err != nil {
 		return nil, err
