@@ -77,6 +77,17 @@ type Config struct {
 	// expert (WithExpert, trained with TimeMean ≈ 3), whose one-step
 	// estimates become the samples. 0 (the reference): flow matching alone.
 	DecoderWeight float64 `json:"decoder_weight,omitempty"`
+	// PathLead, when positive, trains on the states a frozen flow's
+	// sampler reaches (TrainOptions.Path) instead of points of the
+	// straight path: each training point at time t is the state the path
+	// flow's Euler steps (PathSteps of them) bring the straight path's
+	// point at t - PathLead to, and the target is the one that gives back
+	// the training graph's latents from it. A data-end expert trained so
+	// learns to undo the errors the flow before it makes on the way (its
+	// exposure bias), not only the noise. 0 (the reference): the straight
+	// path.
+	PathLead  float64 `json:"path_lead,omitempty"`
+	PathSteps int     `json:"path_steps,omitempty"`
 	// Standardize makes the flow work on per-dimension standardised
 	// latents, (z - mean)/std with the statistics of the training latents
 	// (stored with the model), instead of the reference's one global
@@ -147,6 +158,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("flow: DecoderWeight must be finite and not negative, got %g", c.DecoderWeight)
 	case !(c.TimeStd >= 0) || math.IsInf(c.TimeStd, 0):
 		return fmt.Errorf("flow: TimeStd must be finite and not negative, got %g", c.TimeStd)
+	case !(c.PathLead >= 0 && c.PathLead < 1):
+		return fmt.Errorf("flow: PathLead must be in [0, 1), got %g", c.PathLead)
+	case c.PathSteps < 0 || (c.PathLead > 0) != (c.PathSteps > 0):
+		return fmt.Errorf("flow: PathSteps must be positive with a PathLead and 0 without (got %d, lead %g)", c.PathSteps, c.PathLead)
 	}
 	return nil
 }

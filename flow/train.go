@@ -180,6 +180,12 @@ type TrainOptions struct {
 	Score    func(gs []*graph.Graph) float64
 	Progress func(Progress)
 	LogEvery int
+	// Path is the frozen flow whose sampler produces the training points
+	// when Config.PathLead is set (in the same latent space, with the same
+	// scaling), and PathOffsets the time offsets its steps use
+	// (WithTimeOffsets; the final-jump offset does not apply).
+	Path        *Model
+	PathOffsets TimeOffsets
 	// MaxDuration stops training (after a checkpoint) once exceeded.
 	MaxDuration time.Duration
 	// Backend runs the training steps on another tensor backend, such as
@@ -442,6 +448,11 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	if len(lat.Mu) != len(train.Graphs) || len(lat.Mu) == 0 {
 		return nil, fmt.Errorf("flow: %d latents for %d training graphs", len(lat.Mu), len(train.Graphs))
 	}
+	if cfg.PathLead > 0 {
+		if err := checkPath(opts.Path, cfg, ae, opts.PathOffsets); err != nil {
+			return nil, err
+		}
+	}
 	net, err := dit.New(cfg.DiT, tensor.NewRNG(cfg.Seed))
 	if err != nil {
 		return nil, err
@@ -577,6 +588,9 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 				m.toFlow(x1, mask) // Scale is 1: standardise per dimension
 			}
 			pb := prepareBatch(cfg, x1, mask, r)
+			if cfg.PathLead > 0 {
+				pb.followPath(opts.Path.Net, cfg, opts.PathOffsets, x1)
+			}
 			if dec != nil {
 				dec.prepare(pb, train, batch)
 			}
@@ -673,6 +687,8 @@ func resumable(saved, cfg Config) bool {
 	// The decoder loss changes the objective, not the model: a flow may
 	// be fine-tuned with it from its flow-matching state.
 	saved.DecoderWeight = cfg.DecoderWeight
+	// So do the path's training points.
+	saved.PathLead, saved.PathSteps = cfg.PathLead, cfg.PathSteps
 	saved.BatchSize = cfg.BatchSize
 	return saved == cfg
 }

@@ -94,6 +94,11 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	timeMean := fs.Float64("time-mean", 0, "override: location of the logit-normal training-time distribution (0: the reference; > 0 trains more near the data; the dataset cpu presets use 1)")
 	timeStd := fs.Float64("time-std", 0, "override: scale of the logit-normal training-time distribution (0 or 1: the reference; the shipped planar data-end expert, used from t = 0.95 on, trained with -time-mean 3.05 -time-std 0.35)")
 	decoderWeight := fs.Float64("decoder-weight", 0, "override: add this weight times the frozen LG-VAE decoder's reconstruction loss of the denoiser's data estimate (for a data-end expert; 0: flow matching alone, the reference)")
+	pathFlow := fs.String("path-flow", "", "with -path-lead: the frozen LG-Flow whose sampler makes the training points (e.g. pretrained/planar/flow.safetensors for a data-end expert)")
+	pathLead := fs.Float64("path-lead", 0, "override: train on the states -path-flow's sampler reaches from the straight path's points this much earlier (flow.Config.PathLead; 0: the straight path, the reference)")
+	pathSteps := fs.Int("path-steps", 0, "override: -path-flow's Euler steps over -path-lead")
+	pathStepOffset := fs.Float64("path-step-offset", 0, "time offset of -path-flow's denoiser (flow.TimeOffsets.Step; as lgflow sample -step-offset)")
+	pathStepOffsetFrom := fs.Float64("path-step-offset-from", 0, "first time -path-step-offset applies at")
 	valEvery := fs.Int("val-every", 0, "override: steps between validation sampling runs (0: off)")
 	valSamples := fs.Int("val-samples", 0, "override: graphs sampled per validation (more: a steadier best-checkpoint choice)")
 	valSteps := fs.Int("val-steps", 0, "override: integration steps per validation sample")
@@ -153,6 +158,10 @@ func runTrainFlow(ctx context.Context, args []string) error {
 				c.TimeStd = *timeStd
 			case "decoder-weight":
 				c.DecoderWeight = *decoderWeight
+			case "path-lead":
+				c.PathLead = *pathLead
+			case "path-steps":
+				c.PathSteps = *pathSteps
 			case "seed":
 				c.Seed = *seed
 			}
@@ -183,6 +192,17 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	} else if *initVAE != "" {
 		return usagef("-init-vae needs -init")
 	}
+	var path *flow.Model
+	switch {
+	case cfg.PathLead > 0 && *pathFlow == "":
+		return usagef("-path-lead needs -path-flow")
+	case cfg.PathLead == 0 && *pathFlow != "":
+		return usagef("-path-flow needs -path-lead")
+	case *pathFlow != "":
+		if path, err = flow.Load(*pathFlow, ae); err != nil {
+			return err
+		}
+	}
 	train, err := loadPrepared(ctx, *name, *trainSplit, *dataDir, *dataSeed, 0, ae.Cfg)
 	if err != nil {
 		return err
@@ -193,6 +213,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	}
 	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Init: init, Score: validityScore(*name), Backend: backend,
 		LogEvery: *logEvery, MaxDuration: *maxTime,
+		Path: path, PathOffsets: flow.TimeOffsets{Step: *pathStepOffset, From: *pathStepOffsetFrom},
 		Progress: func(p flow.Progress) {
 			line := fmt.Sprintf("step %6d/%d  loss %.4f  %.2f steps/s  elapsed %s  eta %s", p.Step, p.Steps, p.Loss, p.StepsPerSecond,
 				p.Elapsed.Round(time.Second), p.ETA.Round(time.Second))
