@@ -93,6 +93,10 @@ type Spec struct {
 	// models shipped in pretrained/<name> with their data-end expert, used
 	// when a run samples with those and leaves the settings unset.
 	Shipped ShippedSampler
+	// ShippedConstrained, when not nil, makes constrained decoding
+	// (Options.Constrained) sample with the shipped expert too, with these
+	// settings; nil: constrained runs sample with the shipped flow alone.
+	ShippedConstrained *ShippedSampler
 	// ConstraintName says in reports what constrained decoding enforces.
 	ConstraintName string
 	// Columns are the table's columns in the paper's order, Paper its rows.
@@ -144,8 +148,9 @@ var specs = map[string]Spec{
 		Fill: &planarFill,
 		// Chosen with the shipped flow and expert on the validation split
 		// (docs/results.md, "Time offsets").
-		Shipped:    ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}, EdgeRule: "and"},
-		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
+		Shipped:            ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}, EdgeRule: "and"},
+		ShippedConstrained: &ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.025, From: 0.5, Jump: -0.035}},
+		TrainSplit:         "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
 		Columns: synthCols,
 		Paper: []PaperRow{
 			row("LG-Flow (paper, L40)", synthCols, 0.3, 0.4, 10.0, 1.3, 99.4, 8.9, 0.9961),

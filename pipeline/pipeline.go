@@ -90,9 +90,9 @@ type Options struct {
 	// ExpertPath names an LG-Flow whose denoiser replaces the flow's from
 	// time ExpertFrom on (flow.WithExpert; 0: flow.DefaultExpertFrom).
 	// Empty: the expert shipped beside the shipped flow (ExpertFile), when
-	// the shipped flow is used, one ships and decoding is not constrained
-	// (under constraints the planar one raised the degree and clustering
-	// MMDs: docs/results.md); NoExpert: none.
+	// the shipped flow is used and one ships, unless decoding is
+	// constrained and the dataset has no Spec.ShippedConstrained settings;
+	// NoExpert: none.
 	ExpertPath string
 	ExpertFrom float64
 	// Offsets are the denoiser's time offsets (flow.WithTimeOffsets). nil:
@@ -292,7 +292,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	expertPath, err := o.expert(flowPath)
+	expertPath, err := o.expert(spec, flowPath)
 	if err != nil {
 		return nil, err
 	}
@@ -495,30 +495,38 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 // expertPath (from Options.expert).
 func (o Options) shippedSettings(spec Spec, expertPath string) (flow.TimeOffsets, string) {
 	shipped := o.ExpertPath == "" && expertPath != ""
+	tuned := spec.Shipped
+	if o.Constrained {
+		if spec.ShippedConstrained == nil {
+			shipped = false
+		} else {
+			tuned = *spec.ShippedConstrained
+		}
+	}
 	var offsets flow.TimeOffsets
 	switch {
 	case o.Offsets != nil:
 		offsets = *o.Offsets
 	case shipped:
-		offsets = spec.Shipped.Offsets
+		offsets = tuned.Offsets
 	}
 	rule := ""
 	if shipped && o.EdgeRule == "" {
-		rule = spec.Shipped.EdgeRule
+		rule = tuned.EdgeRule
 	}
 	return offsets, rule
 }
 
 // expert returns the expert denoiser's checkpoint for a run sampling with
 // the flow at flowPath ("" when trained by this run): Options.ExpertPath,
-// or the one shipped beside the shipped flow for unconstrained decoding,
-// or "" for none.
-func (o Options) expert(flowPath string) (string, error) {
+// or the one shipped beside the shipped flow (for constrained decoding
+// only where spec has settings for it), or "" for none.
+func (o Options) expert(spec Spec, flowPath string) (string, error) {
 	switch o.ExpertPath {
 	case NoExpert:
 		return "", nil
 	case "":
-		if o.Train || o.FlowPath != "" || o.Constrained || flowPath == "" {
+		if o.Train || o.FlowPath != "" || (o.Constrained && spec.ShippedConstrained == nil) || flowPath == "" {
 			return "", nil
 		}
 		p := filepath.Join(filepath.Dir(flowPath), ExpertFile)

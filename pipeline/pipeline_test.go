@@ -253,7 +253,7 @@ func TestExpertPath(t *testing.T) {
 		{"explicit", Options{ExpertPath: own}, bare, own, ""},
 		{"explicit, missing", Options{ExpertPath: filepath.Join(dir, "nope")}, bare, "", "expert denoiser"},
 	} {
-		got, err := c.o.expert(c.flowPath)
+		got, err := c.o.expert(Spec{}, c.flowPath)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.err)
@@ -263,6 +263,15 @@ func TestExpertPath(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
 		}
+	}
+	// A dataset with settings for constrained decoding samples with the
+	// shipped expert under constraints too.
+	withCon := Spec{ShippedConstrained: &ShippedSampler{}}
+	if got, err := (Options{Constrained: true}).expert(withCon, shippedFlow); err != nil || got != filepath.Join(dir, "planar", ExpertFile) {
+		t.Errorf("constrained decoding with tuned settings: %q, %v; want the shipped expert", got, err)
+	}
+	if got, _ := (Options{Constrained: true, ExpertPath: NoExpert}).expert(withCon, shippedFlow); got != "" {
+		t.Errorf("constrained decoding, no expert asked for: %q", got)
 	}
 	if got := (Options{}).expertFrom(); got != flow.DefaultExpertFrom {
 		t.Errorf("default expert time %g, want flow.DefaultExpertFrom", got)
@@ -632,7 +641,8 @@ func TestSampleOptionsBad(t *testing.T) {
 // Options sets.
 func TestShippedSettings(t *testing.T) {
 	tuned := flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}
-	spec := Spec{Shipped: ShippedSampler{Offsets: tuned, EdgeRule: "and"}}
+	con := flow.TimeOffsets{Step: 0.02, From: 0.5, Jump: -0.03}
+	spec := Spec{Shipped: ShippedSampler{Offsets: tuned, EdgeRule: "and"}, ShippedConstrained: &ShippedSampler{Offsets: con}}
 	own := flow.TimeOffsets{Jump: -0.01}
 	for _, c := range []struct {
 		name     string
@@ -648,10 +658,21 @@ func TestShippedSettings(t *testing.T) {
 		{"shipped expert, offsets given", Options{Offsets: &own}, "x", own, "and"},
 		{"shipped expert, zero offsets given", Options{Offsets: &flow.TimeOffsets{}}, "x", flow.TimeOffsets{}, "and"},
 		{"shipped expert, rule given", Options{EdgeRule: "or"}, "x", tuned, ""},
+		{"constrained, shipped expert", Options{Constrained: true}, "x", con, ""},
+		{"constrained, offsets given", Options{Constrained: true, Offsets: &own}, "x", own, ""},
 	} {
 		offsets, rule := c.o.shippedSettings(spec, c.expert)
 		if offsets != c.offsets || rule != c.edgeRule {
 			t.Errorf("%s: %+v, %q; want %+v, %q", c.name, offsets, rule, c.offsets, c.edgeRule)
 		}
+	}
+}
+
+// TestShippedSettingsUnconstrainedOnly checks that a dataset without
+// settings for constrained decoding gets none under constraints.
+func TestShippedSettingsUnconstrainedOnly(t *testing.T) {
+	spec := Spec{Shipped: ShippedSampler{Offsets: flow.TimeOffsets{Jump: -0.02}, EdgeRule: "and"}}
+	if offsets, rule := (Options{Constrained: true}).shippedSettings(spec, "x"); !offsets.Zero() || rule != "" {
+		t.Errorf("constrained decoding got the unconstrained settings: %+v, %q", offsets, rule)
 	}
 }
