@@ -340,10 +340,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		sampleOpts = append(sampleOpts, flow.WithExpert(expert, from))
 		rep.setExpert(expertPath, from)
 	}
-	offsets, rule := o.shippedSettings(spec, expertPath)
+	offsets, rule := o.shippedSettings(spec)
 	if !offsets.Zero() {
 		sampleOpts = append(sampleOpts, flow.WithTimeOffsets(offsets))
-		rep.setOffsets(offsets)
+		rep.setOffsets(offsets, o.Offsets == nil)
 	}
 	if rule != "" {
 		r, err := vae.ParseEdgeRule(rule)
@@ -489,12 +489,14 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 	return vaePath, flowPath, nil
 }
 
-// shippedSettings returns the time offsets and, when Options leaves the
-// edge rule unset and the run samples with the shipped flow and expert,
-// the edge rule ("": flow.Sample's) that apply to a run whose expert is
-// expertPath (from Options.expert).
-func (o Options) shippedSettings(spec Spec, expertPath string) (flow.TimeOffsets, string) {
-	shipped := o.ExpertPath == "" && expertPath != ""
+// shippedSettings returns the time offsets, and the edge rule ("":
+// flow.Sample's), that apply to a run: Options.Offsets if set, and the
+// dataset's settings for its shipped models (Spec.Shipped, or
+// Spec.ShippedConstrained under constraints) when the run samples with
+// them: the shipped flow and the expert the dataset ships, if any, not one
+// the options name or turn off.
+func (o Options) shippedSettings(spec Spec) (flow.TimeOffsets, string) {
+	shipped := !o.Train && o.FlowPath == "" && o.ExpertPath == ""
 	tuned := spec.Shipped
 	if o.Constrained {
 		if spec.ShippedConstrained == nil {

@@ -647,21 +647,22 @@ func TestShippedSettings(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		o        Options
-		expert   string
 		offsets  flow.TimeOffsets
 		edgeRule string
 	}{
-		{"shipped expert", Options{}, "pretrained/planar/flow-expert.safetensors", tuned, "and"},
-		{"no expert", Options{}, "", flow.TimeOffsets{}, ""},
-		{"no expert, offsets given", Options{Offsets: &own}, "", own, ""},
-		{"own expert", Options{ExpertPath: "e.safetensors"}, "e.safetensors", flow.TimeOffsets{}, ""},
-		{"shipped expert, offsets given", Options{Offsets: &own}, "x", own, "and"},
-		{"shipped expert, zero offsets given", Options{Offsets: &flow.TimeOffsets{}}, "x", flow.TimeOffsets{}, "and"},
-		{"shipped expert, rule given", Options{EdgeRule: "or"}, "x", tuned, ""},
-		{"constrained, shipped expert", Options{Constrained: true}, "x", con, ""},
-		{"constrained, offsets given", Options{Constrained: true, Offsets: &own}, "x", own, ""},
+		{"shipped models", Options{}, tuned, "and"},
+		{"no expert", Options{ExpertPath: NoExpert}, flow.TimeOffsets{}, ""},
+		{"no expert, offsets given", Options{ExpertPath: NoExpert, Offsets: &own}, own, ""},
+		{"own expert", Options{ExpertPath: "e.safetensors"}, flow.TimeOffsets{}, ""},
+		{"own flow", Options{FlowPath: "f.safetensors"}, flow.TimeOffsets{}, ""},
+		{"trained here", Options{Train: true}, flow.TimeOffsets{}, ""},
+		{"shipped models, offsets given", Options{Offsets: &own}, own, "and"},
+		{"shipped models, zero offsets given", Options{Offsets: &flow.TimeOffsets{}}, flow.TimeOffsets{}, "and"},
+		{"shipped models, rule given", Options{EdgeRule: "or"}, tuned, ""},
+		{"constrained, shipped models", Options{Constrained: true}, con, ""},
+		{"constrained, offsets given", Options{Constrained: true, Offsets: &own}, own, ""},
 	} {
-		offsets, rule := c.o.shippedSettings(spec, c.expert)
+		offsets, rule := c.o.shippedSettings(spec)
 		if offsets != c.offsets || rule != c.edgeRule {
 			t.Errorf("%s: %+v, %q; want %+v, %q", c.name, offsets, rule, c.offsets, c.edgeRule)
 		}
@@ -672,7 +673,7 @@ func TestShippedSettings(t *testing.T) {
 // settings for constrained decoding gets none under constraints.
 func TestShippedSettingsUnconstrainedOnly(t *testing.T) {
 	spec := Spec{Shipped: ShippedSampler{Offsets: flow.TimeOffsets{Jump: -0.02}, EdgeRule: "and"}}
-	if offsets, rule := (Options{Constrained: true}).shippedSettings(spec, "x"); !offsets.Zero() || rule != "" {
+	if offsets, rule := (Options{Constrained: true}).shippedSettings(spec); !offsets.Zero() || rule != "" {
 		t.Errorf("constrained decoding got the unconstrained settings: %+v, %q", offsets, rule)
 	}
 }

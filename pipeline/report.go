@@ -113,9 +113,15 @@ func newReport(spec Spec, o Options, n int) *Report {
 }
 
 // setOffsets records the denoiser's time offsets a run sampled with.
-func (r *Report) setOffsets(t flow.TimeOffsets) {
+// tuned says they are the dataset's settings for the shipped models
+// (Spec.Shipped), not the run's own.
+func (r *Report) setOffsets(t flow.TimeOffsets, tuned bool) {
 	r.TimeOffsets = &t
-	r.Notes = append(r.Notes, fmt.Sprintf("time offsets: the denoiser evaluated at shifted times (steps from %g on: %+g; the final jump: %+g; flow.WithTimeOffsets), chosen on the validation split; the paper evaluates it at the grid's times", t.From, t.Step, t.Jump))
+	how := "given for this run"
+	if tuned {
+		how = "chosen on the validation split for the shipped models"
+	}
+	r.Notes = append(r.Notes, fmt.Sprintf("time offsets: the denoiser evaluated at shifted times (steps from %g on: %+g; the final jump: %+g; flow.WithTimeOffsets), %s; the paper evaluates it at the grid's times", t.From, t.Step, t.Jump, how))
 }
 
 // setExpert records the expert denoiser a run sampled with.
