@@ -193,7 +193,7 @@ func (t TimeOffsets) Zero() bool { return t == TimeOffsets{} }
 // better: the idea of Li et al. 2024, "Alleviating exposure bias in
 // diffusion models through sampling with shifted time steps". With the
 // shipped planar flow and its expert, Step +0.015 from 0.5 and Jump
-// -0.035 lower every MMD but the spectral one, V.U.N. unchanged
+// -0.035 lower every MMD but the spectral one, V.U.N. within about a point
 // (docs/results.md). Euler only; every shifted time must stay inside
 // (0, 1).
 func WithTimeOffsets(t TimeOffsets) SampleOption { return func(o *sampleOptions) { o.offsets = t } }

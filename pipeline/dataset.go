@@ -141,6 +141,9 @@ var (
 // "Constrained decoding: the edge fill").
 var planarFill, planarNFill = -4.0, -8.0
 
+// planarMargin is the edge margin of Extended Planar's Spec.Shipped.
+var planarMargin = 1.25
+
 // specs holds the datasets of the paper (docs/design.md, "The paper's
 // figures").
 var specs = map[string]Spec{
@@ -150,7 +153,7 @@ var specs = map[string]Spec{
 		Fill: &planarFill,
 		// Chosen with the shipped flow and expert on the validation split
 		// (docs/results.md, "Time offsets").
-		Shipped:            ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}, EdgeRule: "and"},
+		Shipped:            ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}, EdgeRule: "and", EdgeMargin: &planarMargin},
 		ShippedConstrained: &ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.025, From: 0.5, Jump: -0.035}},
 		TrainSplit:         "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
 		Columns: synthCols,
@@ -260,4 +263,7 @@ type ShippedSampler struct {
 	// EdgeRule is the decoder's edge rule, a vae.ParseEdgeRule name ("":
 	// flow.Sample's).
 	EdgeRule string
+	// EdgeMargin, when not nil, replaces the LG-VAE's stored edge margin
+	// (flow.WithEdgeMargin).
+	EdgeMargin *float64
 }

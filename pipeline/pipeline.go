@@ -340,19 +340,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		sampleOpts = append(sampleOpts, flow.WithExpert(expert, from))
 		rep.setExpert(expertPath, from)
 	}
-	offsets, rule := o.shippedSettings(spec)
-	if !offsets.Zero() {
-		sampleOpts = append(sampleOpts, flow.WithTimeOffsets(offsets))
-		rep.setOffsets(offsets, o.Offsets == nil)
+	set := o.shippedSettings(spec)
+	if !set.Offsets.Zero() {
+		sampleOpts = append(sampleOpts, flow.WithTimeOffsets(set.Offsets))
+		rep.setOffsets(set.Offsets, o.Offsets == nil)
 	}
-	if rule != "" {
-		r, err := vae.ParseEdgeRule(rule)
+	if set.EdgeRule != "" {
+		r, err := vae.ParseEdgeRule(set.EdgeRule)
 		if err != nil {
 			return nil, err
 		}
 		sampleOpts = append(sampleOpts, flow.WithEdgeRule(r))
 		rep.EdgeRule = r.String()
 		rep.Notes = append(rep.Notes, fmt.Sprintf("edge rule %s: chosen on the validation split for the shipped models (the reference decodes with or; -edge-rule or)", r))
+	}
+	if set.EdgeMargin != nil {
+		sampleOpts = append(sampleOpts, flow.WithEdgeMargin(*set.EdgeMargin))
+		rep.EdgeMargin = set.EdgeMargin
+		rep.Notes = append(rep.Notes, fmt.Sprintf("edge margin %g: chosen on the validation split for the shipped models (the LG-VAE's own otherwise; -edge-margin)", *set.EdgeMargin))
 	}
 	if g, ok := o.Backend.(*cuda.Backend); ok {
 		rep.Hardware += ", denoiser on " + g.Device().Name
@@ -489,13 +494,13 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 	return vaePath, flowPath, nil
 }
 
-// shippedSettings returns the time offsets, and the edge rule ("":
-// flow.Sample's), that apply to a run: Options.Offsets if set, and the
+// shippedSettings returns the tuned settings that apply to a run (zero
+// fields: none): the time offsets of Options.Offsets if set, and the
 // dataset's settings for its shipped models (Spec.Shipped, or
-// Spec.ShippedConstrained under constraints) when the run samples with
-// them: the shipped flow and the expert the dataset ships, if any, not one
-// the options name or turn off.
-func (o Options) shippedSettings(spec Spec) (flow.TimeOffsets, string) {
+// Spec.ShippedConstrained under constraints) that Options leaves unset,
+// when the run samples with them: the shipped flow and the expert the
+// dataset ships, if any, not one the options name or turn off.
+func (o Options) shippedSettings(spec Spec) ShippedSampler {
 	shipped := !o.Train && o.FlowPath == "" && o.ExpertPath == ""
 	tuned := spec.Shipped
 	if o.Constrained {
@@ -505,18 +510,20 @@ func (o Options) shippedSettings(spec Spec) (flow.TimeOffsets, string) {
 			tuned = *spec.ShippedConstrained
 		}
 	}
-	var offsets flow.TimeOffsets
+	var set ShippedSampler
 	switch {
 	case o.Offsets != nil:
-		offsets = *o.Offsets
+		set.Offsets = *o.Offsets
 	case shipped:
-		offsets = tuned.Offsets
+		set.Offsets = tuned.Offsets
 	}
-	rule := ""
 	if shipped && o.EdgeRule == "" {
-		rule = tuned.EdgeRule
+		set.EdgeRule = tuned.EdgeRule
 	}
-	return offsets, rule
+	if shipped && o.EdgeMargin == nil {
+		set.EdgeMargin = tuned.EdgeMargin
+	}
+	return set
 }
 
 // expert returns the expert denoiser's checkpoint for a run sampling with

@@ -662,9 +662,9 @@ func TestShippedSettings(t *testing.T) {
 		{"constrained, shipped models", Options{Constrained: true}, con, ""},
 		{"constrained, offsets given", Options{Constrained: true, Offsets: &own}, own, ""},
 	} {
-		offsets, rule := c.o.shippedSettings(spec)
-		if offsets != c.offsets || rule != c.edgeRule {
-			t.Errorf("%s: %+v, %q; want %+v, %q", c.name, offsets, rule, c.offsets, c.edgeRule)
+		set := c.o.shippedSettings(spec)
+		if set.Offsets != c.offsets || set.EdgeRule != c.edgeRule {
+			t.Errorf("%s: %+v, %q; want %+v, %q", c.name, set.Offsets, set.EdgeRule, c.offsets, c.edgeRule)
 		}
 	}
 }
@@ -672,8 +672,16 @@ func TestShippedSettings(t *testing.T) {
 // TestShippedSettingsUnconstrainedOnly checks that a dataset without
 // settings for constrained decoding gets none under constraints.
 func TestShippedSettingsUnconstrainedOnly(t *testing.T) {
-	spec := Spec{Shipped: ShippedSampler{Offsets: flow.TimeOffsets{Jump: -0.02}, EdgeRule: "and"}}
-	if offsets, rule := (Options{Constrained: true}).shippedSettings(spec); !offsets.Zero() || rule != "" {
-		t.Errorf("constrained decoding got the unconstrained settings: %+v, %q", offsets, rule)
+	margin := 1.25
+	spec := Spec{Shipped: ShippedSampler{Offsets: flow.TimeOffsets{Jump: -0.02}, EdgeRule: "and", EdgeMargin: &margin}}
+	if set := (Options{}).shippedSettings(spec); set.EdgeMargin == nil || *set.EdgeMargin != margin {
+		t.Errorf("the tuned edge margin did not apply: %+v", set)
+	}
+	own := 0.5
+	if set := (Options{EdgeMargin: &own}).shippedSettings(spec); set.EdgeMargin != nil {
+		t.Errorf("the tuned edge margin replaced the one given: %v", *set.EdgeMargin)
+	}
+	if set := (Options{Constrained: true}).shippedSettings(spec); set.Offsets != (flow.TimeOffsets{}) || set.EdgeRule != "" || set.EdgeMargin != nil {
+		t.Errorf("constrained decoding got the unconstrained settings: %+v", set)
 	}
 }
