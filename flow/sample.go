@@ -164,12 +164,14 @@ type TimeOffsets struct {
 	// the velocity). Positive: the state is taken to be less noisy than
 	// the grid says.
 	Step float64 `json:"step"`
-	// From is the first time at which Step applies (0: every step).
+	// From is the first time at which Step and Jump apply (0: every
+	// step).
 	From float64 `json:"from"`
-	// Jump is added to the time of the final step, the jump to the data:
-	// the sample is the data estimate of the state taken at time t+Jump,
-	// (x - (1-t')·x̂0)/t' with t' = t+Jump. Negative: the state is taken
-	// to be noisier than the grid says.
+	// Jump is added to the time of the final step, the jump to the data,
+	// when it starts at From or later: the sample is the data estimate of
+	// the state taken at time t+Jump, (x - (1-t')·x̂0)/t' with t' =
+	// t+Jump. Negative: the state is taken to be noisier than the grid
+	// says.
 	Jump float64 `json:"jump"`
 }
 
@@ -542,11 +544,14 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 		// x + (1-te)·v.
 		te := ta
 		switch {
+		case ta < o.offsets.From:
 		case i == last:
 			te += o.offsets.Jump
-			h = 1 - te
-		case ta >= o.offsets.From:
+		default:
 			te += o.offsets.Step
+		}
+		if i == last {
+			h = 1 - te
 		}
 		if !(te > 0 && te < 1) {
 			return nil, fmt.Errorf("flow: the time offsets move the step at %g to %g, outside (0, 1)", ta, te)

@@ -565,3 +565,43 @@ func reconBatch(gs []*graph.Graph) int {
 func hardware() string {
 	return fmt.Sprintf("%s/%s, %d CPU threads (GOMAXPROCS)", runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
 }
+
+// ShippedOptions returns the sampler options of an unconstrained run with
+// the shipped models of the dataset spec, whose flow is flowPath, bound to
+// ae: the data-end expert shipped beside the flow (ExpertFile), if any,
+// from flow.DefaultExpertFrom, and spec.Shipped's settings, as
+// examples/planar and examples/generate use them; the names of what it
+// used, for logs; nil for a dataset without such settings or expert. A
+// server sampling the shipped models with these gets the graphs those
+// commands get for the same seed and count.
+func ShippedOptions(spec Spec, flowPath string, ae *vae.Model) ([]flow.SampleOption, []string, error) {
+	var opts []flow.SampleOption
+	var used []string
+	p := filepath.Join(filepath.Dir(flowPath), ExpertFile)
+	if _, err := os.Stat(p); err == nil {
+		e, err := flow.Load(p, ae)
+		if err != nil {
+			return nil, nil, fmt.Errorf("pipeline: expert denoiser: %w", err)
+		}
+		opts = append(opts, flow.WithExpert(e, flow.DefaultExpertFrom))
+		used = append(used, fmt.Sprintf("expert %s from %g", p, flow.DefaultExpertFrom))
+	}
+	set := spec.Shipped
+	if !set.Offsets.Zero() {
+		opts = append(opts, flow.WithTimeOffsets(set.Offsets))
+		used = append(used, fmt.Sprintf("time offsets %+v", set.Offsets))
+	}
+	if set.EdgeRule != "" {
+		r, err := vae.ParseEdgeRule(set.EdgeRule)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, flow.WithEdgeRule(r))
+		used = append(used, "edge rule "+r.String())
+	}
+	if set.EdgeMargin != nil {
+		opts = append(opts, flow.WithEdgeMargin(*set.EdgeMargin))
+		used = append(used, fmt.Sprintf("edge margin %g", *set.EdgeMargin))
+	}
+	return opts, used, nil
+}

@@ -11,8 +11,12 @@
 //
 //	model   the model's name (default: -name, the models of -vae and -flow)
 //	n       graphs to sample, 1 to -max-n (default 1)
-//	seed    the sampling seed (default 0): a seed and n give the same graphs
-//	        as flow.Sample, lgflow sample and examples/planar
+//	seed    the sampling seed (default 0): a model named after a dataset
+//	        samples as that dataset's example does with its shipped models
+//	        (the data-end expert shipped beside the flow, if any, and the
+//	        tuned sampler settings, pipeline.ShippedOptions), so n = 256 and
+//	        a seed give the graphs examples/planar gives; with -plain, as
+//	        flow.Sample and lgflow sample do by default
 //	steps   Euler steps, 1 to -max-steps (default 100)
 //	format  graph6 (one line per graph, the default), json (node-link
 //	        objects under "graphs"), smiles (molecule models: one canonical
@@ -47,6 +51,7 @@ import (
 	"time"
 
 	"lgflow/flow"
+	"lgflow/pipeline"
 	"lgflow/vae"
 )
 
@@ -55,6 +60,9 @@ type options struct {
 	addr, name, vaePath, flowPath, models string
 	lim                                   limits
 	shutdownTimeout                       time.Duration
+	// plain samples every model with flow.Sample's defaults, without the
+	// dataset's shipped expert and tuned settings.
+	plain bool
 }
 
 func main() {
@@ -64,6 +72,7 @@ func main() {
 	flag.StringVar(&o.vaePath, "vae", "pretrained/planar/vae.safetensors", "LG-VAE checkpoint of the default model")
 	flag.StringVar(&o.flowPath, "flow", "pretrained/planar/flow.safetensors", "LG-Flow checkpoint of the default model")
 	flag.StringVar(&o.models, "models", "", "more models, name=DIR,... where DIR holds vae.safetensors and flow.safetensors (e.g. moses=pretrained/moses)")
+	flag.BoolVar(&o.plain, "plain", false, "sample with flow.Sample's defaults (the flow alone, the paper's sampler) instead of a named dataset's shipped expert and tuned settings (pipeline.ShippedOptions)")
 	flag.IntVar(&o.lim.MaxN, "max-n", o.lim.MaxN, "most graphs per request")
 	flag.IntVar(&o.lim.MaxSteps, "max-steps", o.lim.MaxSteps, "most integration steps per request")
 	flag.Int64Var(&o.lim.MaxBody, "max-body", o.lim.MaxBody, "largest request body in bytes")
@@ -106,6 +115,11 @@ func run(ctx context.Context, o options, log *slog.Logger, ready chan<- string) 
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	for _, m := range models {
+		if len(m.settings) > 0 {
+			log.Info("sampler settings", "model", m.name, "settings", strings.Join(m.settings, "; "))
+		}
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "models", s.modelNames(), "slots", o.lim.Slots)
 	if ready != nil {
@@ -163,7 +177,13 @@ func loadModels(o options) ([]*model, error) {
 		if err != nil {
 			return nil, hint(err)
 		}
-		out = append(out, newModel(sp.name, fm))
+		md := newModel(sp.name, fm)
+		if spec, err := pipeline.Lookup(sp.name); err == nil && !o.plain {
+			if md.opts, md.settings, err = pipeline.ShippedOptions(spec, sp.flow, ae); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, md)
 	}
 	return out, nil
 }

@@ -35,6 +35,10 @@ var formats = []string{formatGraph6, formatJSON, formatSMILES, formatSVG}
 type model struct {
 	name string
 	flow *flow.Model
+	// opts are the sampler options of every request (with the seed and
+	// steps of the request after them); settings name them for logs.
+	opts     []flow.SampleOption
+	settings []string
 	// mol is the molecule encoding the LG-VAE's node and edge classes
 	// match (nil for plain graphs): it turns sampled graphs into SMILES.
 	mol *mol.Encoding
@@ -336,7 +340,8 @@ func (s *server) retryAfter() int {
 // context: flow.Sample returns as soon as it is cancelled.
 func (s *server) run(ctx context.Context, j job) ([]byte, error) {
 	s.running.Add(1)
-	gs, err := flow.Sample(ctx, j.model.flow, j.n, flow.WithSeed(j.seed), flow.WithSteps(j.steps))
+	opts := append(append([]flow.SampleOption(nil), j.model.opts...), flow.WithSeed(j.seed), flow.WithSteps(j.steps))
+	gs, err := flow.Sample(ctx, j.model.flow, j.n, opts...)
 	s.running.Add(-1)
 	if s.onDone != nil {
 		s.onDone(err)

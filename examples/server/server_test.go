@@ -529,3 +529,47 @@ func running(t *testing.T, url string) float64 {
 	}
 	return h.Running
 }
+
+// TestShippedSettings checks that a model named after a dataset samples
+// with the dataset's shipped expert and tuned settings, as
+// examples/planar does, and with flow.Sample's defaults under -plain.
+func TestShippedSettings(t *testing.T) {
+	o := options{name: "planar", vaePath: "../../pretrained/planar/vae.safetensors", flowPath: "../../pretrained/planar/flow.safetensors"}
+	models, err := loadModels(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := models[0]
+	if len(m.settings) != 4 {
+		t.Fatalf("settings %q, want the expert, time offsets, edge rule and margin", m.settings)
+	}
+	o.plain = true
+	plain, err := loadModels(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain[0].opts) != 0 {
+		t.Fatalf("-plain: settings %q", plain[0].settings)
+	}
+	s, err := newServer([]*model{m}, "planar", defaultLimits(1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.handler())
+	defer ts.Close()
+	resp, body := post(t, context.Background(), ts.URL, `{"n": 3, "seed": 7, "steps": 12}`)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	expert, err := flow.Load("../../pretrained/planar/flow-expert.safetensors", m.flow.VAE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := flow.Sample(context.Background(), m.flow, 3, flow.WithSeed(7), flow.WithSteps(12),
+		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}),
+		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.25))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGraph6(t, body, want)
+}
