@@ -131,6 +131,11 @@ func TestTrainPath(t *testing.T) {
 	if _, err := Train(ctx, cfg, ae, data, lat, TrainOptions{Path: &other}); err == nil || !strings.Contains(err.Error(), "latents") {
 		t.Errorf("a path flow of another latent form: %v", err)
 	}
+	scaled := *path
+	scaled.Scale *= 2
+	if _, err := Train(ctx, cfg, ae, data, lat, TrainOptions{Path: &scaled}); err == nil || !strings.Contains(err.Error(), "scales the latents") {
+		t.Errorf("a path flow of another latent scale: %v", err)
+	}
 	opts := TrainOptions{Path: path, PathOffsets: TimeOffsets{Step: 0.01, From: 0.5}}
 	a, err := Train(ctx, cfg, ae, data, lat, opts)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -530,6 +531,9 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		}
 	}
 	meta[metaScale] = fmt.Sprint(m.Scale)
+	if p := opts.Path; cfg.PathLead > 0 && !(p.Scale == m.Scale && slices.Equal(p.Mean, m.Mean) && slices.Equal(p.Std, m.Std)) {
+		return nil, fmt.Errorf("flow: the path flow scales the latents otherwise (scale %g, this flow's %g): train from it (-init) to share its scaling", p.Scale, m.Scale)
+	}
 	dec, err := newDecoderTerm(cfg, ae, m)
 	if err != nil {
 		return nil, err
