@@ -73,7 +73,7 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.Uint64Var(&o.Data.Seed, "data-seed", 0, "seed of the synthetic datasets")
 	var offsets flow.TimeOffsets
 	fs.Float64Var(&offsets.Step, "step-offset", 0, "time offset of the denoiser at the steps from -step-offset-from on, before the final one (flow.WithTimeOffsets; default, unless one of the three offset flags is given: the dataset's tuned offsets with the shipped flow and expert, else none)")
-	fs.Float64Var(&offsets.From, "step-offset-from", 0, "first time -step-offset applies at")
+	fs.Float64Var(&offsets.From, "step-offset-from", 0, "first time -step-offset and -jump-offset apply at (a final step that starts earlier is not shifted)")
 	fs.Float64Var(&offsets.Jump, "jump-offset", 0, "time offset of the denoiser at the final jump to the data (flow.WithTimeOffsets)")
 	device := fs.String("device", "cpu", "where training steps and the denoiser run: cpu or cuda (an NVIDIA GPU)")
 	if err := fs.Parse(args); err != nil {

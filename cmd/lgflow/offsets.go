@@ -16,7 +16,7 @@ type offsetFlags struct {
 func addOffsetFlags(fs *flag.FlagSet) offsetFlags {
 	return offsetFlags{
 		step: fs.Float64("step-offset", 0, "time offset of the denoiser at the steps from -step-offset-from on, before the final one (flow.WithTimeOffsets; positive: the states are taken to be less noisy than the grid says; 0: none, the reference)"),
-		from: fs.Float64("step-offset-from", 0, "with -step-offset: the first time it applies at"),
+		from: fs.Float64("step-offset-from", 0, "first time -step-offset and -jump-offset apply at (a final step that starts earlier is not shifted)"),
 		jump: fs.Float64("jump-offset", 0, "time offset of the denoiser at the final step, the jump to the data (flow.WithTimeOffsets; negative: the state is taken to be noisier; 0: none)"),
 	}
 }
