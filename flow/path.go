@@ -5,13 +5,13 @@ import (
 	"fmt"
 
 	"lgflow/autograd"
-	"lgflow/dit"
 	"lgflow/tensor"
 	"lgflow/vae"
 )
 
 // checkPath checks the frozen flow of Config.PathLead against the flow
-// being trained: the same latent space, scaling and target.
+// being trained: the same latent dimension, form and space (the scale is
+// checked once Train knows it).
 func checkPath(path *Model, cfg Config, ae *vae.Model, offsets TimeOffsets) error {
 	switch {
 	case path == nil || path.Net == nil:
@@ -28,15 +28,16 @@ func checkPath(path *Model, cfg Config, ae *vae.Model, offsets TimeOffsets) erro
 	return nil
 }
 
-// followPath replaces p's path points by the states the frozen denoiser
-// net's Euler steps reach at p's times from the straight path's points
+// followPath replaces p's path points by the states the frozen flow
+// path's Euler steps reach at p's times from the straight path's points
 // cfg.PathLead earlier (cfg.PathSteps steps, the denoiser evaluated at
 // times shifted by offsets.Step from offsets.From on, self-conditioned on
 // its previous prediction), and p's targets by those that give back the
-// data x1 from them: for a noise prediction x̂0 = (x - t·x1)/(1-t), for a
-// velocity (x1 - x)/(1-t). It runs on the CPU, without gradients, while
-// the previous training step runs.
-func (p *preparedBatch) followPath(net *dit.Model, cfg Config, offsets TimeOffsets, x1 *tensor.Tensor) {
+// data x1 from them under cfg.Target: for a noise prediction
+// x̂0 = (x - t·x1)/(1-t), for a velocity (x1 - x)/(1-t). The path flow's
+// own target and self-conditioning decide its steps. It runs on the CPU,
+// without gradients, while the previous training step runs.
+func (p *preparedBatch) followPath(path *Model, cfg Config, offsets TimeOffsets, x1 *tensor.Tensor) {
 	B, N := x1.Dim(0), x1.Dim(1)
 	mask3 := p.mask.Reshape(B, N, 1)
 	// The noise of the straight path: x0 = (xt - t·x1)/(1-t).
@@ -63,17 +64,17 @@ func (p *preparedBatch) followPath(net *dit.Model, cfg Config, offsets TimeOffse
 		if sc != nil {
 			scv = autograd.NewConst(sc)
 		}
-		pred := net.Forward(tp, autograd.NewConst(x), te, p.mask, scv).Value.Clone()
+		pred := path.Net.Forward(tp, autograd.NewConst(x), te, p.mask, scv).Value.Clone()
 		tp.Release()
 		v := pred
-		if cfg.Target == PredictX0 {
+		if path.Cfg.Target == PredictX0 {
 			v = tensor.Sub(nil, x, pred) // (x - x̂0)/te
 			tensor.Mul(v, v, perGraph(x.DType(), te, func(t float64) float64 { return 1 / t }))
 		}
 		tensor.Mul(v, v, h)
 		tensor.Add(x, x, v)
 		tensor.Mul(x, x, mask3)
-		if cfg.DiT.SelfCond {
+		if path.Cfg.DiT.SelfCond {
 			sc = pred
 		}
 		for b := range tau {

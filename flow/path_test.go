@@ -69,7 +69,7 @@ func TestFollowPath(t *testing.T) {
 					}
 				}
 
-				p.followPath(path, cfg, off, x1)
+				p.followPath(&Model{Cfg: cfg, Net: path}, cfg, off, x1)
 				if d := tensor.MaxAbs(tensor.Sub(nil, p.xt, want)); d > 1e-5 {
 					t.Errorf("training points %g from the hand-written step", d)
 				}

@@ -277,19 +277,12 @@ func newDecoderTerm(cfg Config, ae *vae.Model, m *Model) (*decoderTerm, error) {
 // (x̂1 = xt + (1-t)·v̂) and base = xt/t for a noise prediction
 // (x̂1 = (xt - (1-t)·x̂0)/t).
 func dataEstimate(target Target, xt *tensor.Tensor, t []float64) (base, coef *tensor.Tensor) {
-	B := xt.Dim(0)
-	coef = tensor.New(xt.DType(), B, 1, 1)
-	inv := tensor.New(xt.DType(), B, 1, 1)
-	for b, v := range t {
-		if target == PredictVelocity {
-			coef.Set(1-v, b, 0, 0)
-			inv.Set(1, b, 0, 0)
-		} else {
-			coef.Set(-(1-v)/v, b, 0, 0)
-			inv.Set(1/v, b, 0, 0)
-		}
+	dt := xt.DType()
+	if target == PredictVelocity {
+		return xt.Clone(), perGraph(dt, t, func(v float64) float64 { return 1 - v })
 	}
-	return tensor.Mul(nil, xt, inv), coef
+	inv := perGraph(dt, t, func(v float64) float64 { return 1 / v })
+	return tensor.Mul(nil, xt, inv), perGraph(dt, t, func(v float64) float64 { return -(1 - v) / v })
 }
 
 // prepare sets the host-side parts of p's decoder term: its graphs (the
@@ -354,15 +347,7 @@ func prepareBatch(cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *preparedB
 	if cfg.OTCoupling {
 		x0 = otCouple(x0, x1, mask)
 	}
-	xt := tensor.New(x1.DType(), B, N, d)
-	tt := tensor.New(x1.DType(), B, 1, 1)
-	for b, v := range t {
-		tt.Set(v, b, 0, 0)
-	}
-	// xt = x0 + t (x1 - x0)
-	tensor.Sub(xt, x1, x0)
-	tensor.Mul(xt, xt, tt)
-	tensor.Add(xt, xt, x0)
+	xt := pathPoint(x1, x0, t)
 	// Per-graph weights: mask / (n_valid * d * B) and, for x0 prediction,
 	// 1 / max(t, 0.1)^2.
 	w := tensor.New(x1.DType(), B, N, 1)
@@ -593,7 +578,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			}
 			pb := prepareBatch(cfg, x1, mask, r)
 			if cfg.PathLead > 0 {
-				pb.followPath(opts.Path.Net, cfg, opts.PathOffsets, x1)
+				pb.followPath(opts.Path, cfg, opts.PathOffsets, x1)
 			}
 			if dec != nil {
 				dec.prepare(pb, train, batch)

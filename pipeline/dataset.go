@@ -10,6 +10,7 @@ import (
 	"lgflow/graph"
 	"lgflow/graph/planar"
 	"lgflow/metrics"
+	"lgflow/vae"
 )
 
 // Column is one column of a results table: a metric of the paper's tables.
@@ -266,4 +267,28 @@ type ShippedSampler struct {
 	// EdgeMargin, when not nil, replaces the LG-VAE's stored edge margin
 	// (flow.WithEdgeMargin).
 	EdgeMargin *float64
+}
+
+// options returns the sampler options of the settings and, for logs and
+// reports, what each one is.
+func (s ShippedSampler) options() ([]flow.SampleOption, []string, error) {
+	var opts []flow.SampleOption
+	var used []string
+	if !s.Offsets.Zero() {
+		opts = append(opts, flow.WithTimeOffsets(s.Offsets))
+		used = append(used, fmt.Sprintf("time offsets %+v", s.Offsets))
+	}
+	if s.EdgeRule != "" {
+		r, err := vae.ParseEdgeRule(s.EdgeRule)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, flow.WithEdgeRule(r))
+		used = append(used, "edge rule "+r.String())
+	}
+	if s.EdgeMargin != nil {
+		opts = append(opts, flow.WithEdgeMargin(*s.EdgeMargin))
+		used = append(used, fmt.Sprintf("edge margin %g", *s.EdgeMargin))
+	}
+	return opts, used, nil
 }

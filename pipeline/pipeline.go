@@ -341,24 +341,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.setExpert(expertPath, from)
 	}
 	set := o.shippedSettings(spec)
-	if !set.Offsets.Zero() {
-		sampleOpts = append(sampleOpts, flow.WithTimeOffsets(set.Offsets))
-		rep.setOffsets(set.Offsets, o.Offsets == nil)
+	setOpts, _, err := set.options()
+	if err != nil {
+		return nil, err
 	}
-	if set.EdgeRule != "" {
-		r, err := vae.ParseEdgeRule(set.EdgeRule)
-		if err != nil {
-			return nil, err
-		}
-		sampleOpts = append(sampleOpts, flow.WithEdgeRule(r))
-		rep.EdgeRule = r.String()
-		rep.Notes = append(rep.Notes, fmt.Sprintf("edge rule %s: chosen on the validation split for the shipped models (the reference decodes with or; -edge-rule or)", r))
-	}
-	if set.EdgeMargin != nil {
-		sampleOpts = append(sampleOpts, flow.WithEdgeMargin(*set.EdgeMargin))
-		rep.EdgeMargin = set.EdgeMargin
-		rep.Notes = append(rep.Notes, fmt.Sprintf("edge margin %g: chosen on the validation split for the shipped models (the LG-VAE's own otherwise; -edge-margin)", *set.EdgeMargin))
-	}
+	sampleOpts = append(sampleOpts, setOpts...)
+	rep.setShipped(set, o.Offsets == nil)
 	if g, ok := o.Backend.(*cuda.Backend); ok {
 		rep.Hardware += ", denoiser on " + g.Device().Name
 	}
@@ -575,33 +563,18 @@ func hardware() string {
 // server sampling the shipped models with these gets the graphs those
 // commands get for the same seed and count.
 func ShippedOptions(spec Spec, flowPath string, ae *vae.Model) ([]flow.SampleOption, []string, error) {
-	var opts []flow.SampleOption
-	var used []string
-	p := filepath.Join(filepath.Dir(flowPath), ExpertFile)
-	if _, err := os.Stat(p); err == nil {
-		e, err := flow.Load(p, ae)
-		if err != nil {
-			return nil, nil, fmt.Errorf("pipeline: expert denoiser: %w", err)
-		}
-		opts = append(opts, flow.WithExpert(e, flow.DefaultExpertFrom))
-		used = append(used, fmt.Sprintf("expert %s from %g", p, flow.DefaultExpertFrom))
+	opts, used, err := spec.Shipped.options()
+	if err != nil {
+		return nil, nil, err
 	}
-	set := spec.Shipped
-	if !set.Offsets.Zero() {
-		opts = append(opts, flow.WithTimeOffsets(set.Offsets))
-		used = append(used, fmt.Sprintf("time offsets %+v", set.Offsets))
+	p, err := (Options{}).expert(spec, flowPath)
+	if err != nil || p == "" {
+		return opts, used, err
 	}
-	if set.EdgeRule != "" {
-		r, err := vae.ParseEdgeRule(set.EdgeRule)
-		if err != nil {
-			return nil, nil, err
-		}
-		opts = append(opts, flow.WithEdgeRule(r))
-		used = append(used, "edge rule "+r.String())
+	e, err := flow.Load(p, ae)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pipeline: expert denoiser: %w", err)
 	}
-	if set.EdgeMargin != nil {
-		opts = append(opts, flow.WithEdgeMargin(*set.EdgeMargin))
-		used = append(used, fmt.Sprintf("edge margin %g", *set.EdgeMargin))
-	}
-	return opts, used, nil
+	return append([]flow.SampleOption{flow.WithExpert(e, flow.DefaultExpertFrom)}, opts...),
+		append([]string{fmt.Sprintf("expert %s from %g", p, flow.DefaultExpertFrom)}, used...), nil
 }

@@ -112,16 +112,28 @@ func newReport(spec Spec, o Options, n int) *Report {
 	return r
 }
 
-// setOffsets records the denoiser's time offsets a run sampled with.
-// tuned says they are the dataset's settings for the shipped models
-// (Spec.Shipped), not the run's own.
-func (r *Report) setOffsets(t flow.TimeOffsets, tuned bool) {
-	r.TimeOffsets = &t
-	how := "given for this run"
-	if tuned {
-		how = "chosen on the validation split for the shipped models"
+// setShipped records the time offsets, edge rule and margin of a run's
+// tuned settings (Options.shippedSettings; zero fields: none); tuned says
+// its offsets are the dataset's for the shipped models, not the run's own.
+func (r *Report) setShipped(s ShippedSampler, tuned bool) {
+	if t := s.Offsets; !t.Zero() {
+		r.TimeOffsets = &t
+		how := "given for this run"
+		if tuned {
+			how = "chosen on the validation split for the shipped models"
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("time offsets: the denoiser evaluated at shifted times (steps from %g on: %+g; the final jump: %+g; flow.WithTimeOffsets), %s; the paper evaluates it at the grid's times", t.From, t.Step, t.Jump, how))
 	}
-	r.Notes = append(r.Notes, fmt.Sprintf("time offsets: the denoiser evaluated at shifted times (steps from %g on: %+g; the final jump: %+g; flow.WithTimeOffsets), %s; the paper evaluates it at the grid's times", t.From, t.Step, t.Jump, how))
+	if s.EdgeRule != "" {
+		if rule, err := vae.ParseEdgeRule(s.EdgeRule); err == nil {
+			r.EdgeRule = rule.String()
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("edge rule %s: chosen on the validation split for the shipped models (the reference decodes with or; -edge-rule or)", r.EdgeRule))
+	}
+	if s.EdgeMargin != nil {
+		r.EdgeMargin = s.EdgeMargin
+		r.Notes = append(r.Notes, fmt.Sprintf("edge margin %g: chosen on the validation split for the shipped models (the LG-VAE's own otherwise; -edge-margin)", *s.EdgeMargin))
+	}
 }
 
 // setExpert records the expert denoiser a run sampled with.

@@ -68,7 +68,7 @@ func splitList(s string) []string {
 	return parts
 }
 
-// options loads the experts in the LG-VAE's latent space, moves them to
+// expertOptions loads the experts in the LG-VAE's latent space, moves them to
 // backend (nil: stay on the CPU) and returns their sampler options.
 func expertOptions(specs []expertSpec, ae *vae.Model, backend tensor.Backend) ([]flow.SampleOption, error) {
 	var opts []flow.SampleOption
