@@ -80,6 +80,14 @@ type Options struct {
 	// constraint is a property of edges (Spec.Constraint, not spanning
 	// trees; undirected) can be filled.
 	Fill *float64
+	// Complete completes the samples that decode valid (Spec.Valid): the
+	// missing pairs of edge confidence at least Fill (nil: the dataset's
+	// Spec.Fill) are added, most confident first, while the sample stays
+	// valid (vae.WithEdgeCompletion); invalid samples stay as decoded, so
+	// validity is the decoder's own. The paper's decoder does not do it,
+	// and the report says so. It excludes Constrained and needs an
+	// undirected dataset with a validity test and a fill bound.
+	Complete bool
 	// Reencode is vae.WithReencode's number of candidate pairs per graph,
 	// with ReencodeRounds rounds (0: no re-encoding search).
 	Reencode    int
@@ -128,12 +136,12 @@ func (o Options) expertFrom() float64 {
 const ReencodeRounds = 8
 
 // fill returns the edge-fill bound that applies: Options.Fill, else the
-// dataset's under constrained decoding, else nil.
+// dataset's under constrained decoding or completion, else nil.
 func (o Options) fill(spec Spec) *float64 {
 	if o.Fill != nil {
 		return o.Fill
 	}
-	if o.Constrained {
+	if o.Constrained || o.Complete {
 		return spec.Fill
 	}
 	return nil
@@ -176,7 +184,18 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 			opts = append(opts, flow.WithDecodeOptions(vae.WithConnected()))
 		}
 	}
-	if fill := o.fill(spec); fill != nil {
+	if o.Complete {
+		fill := o.fill(spec)
+		switch {
+		case o.Constrained:
+			return nil, errors.New("pipeline: completion and constrained decoding exclude each other (constrained decoding fills every sample)")
+		case spec.Valid == nil || spec.Kind == metrics.DAG:
+			return nil, fmt.Errorf("pipeline: %s samples cannot be completed (completion needs an undirected dataset with a validity test)", spec.Name)
+		case fill == nil:
+			return nil, fmt.Errorf("pipeline: %s has no completion bound; set Options.Fill (-fill)", spec.Name)
+		}
+		opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeCompletion(spec.Valid, *fill)))
+	} else if fill := o.fill(spec); fill != nil {
 		if !o.Constrained || spec.Constraint == nil || spec.SpanningTree {
 			return nil, fmt.Errorf("pipeline: an edge fill needs constrained decoding under a property of edges (-constrained; %s: %s)", spec.Name, cmp.Or(spec.ConstraintName, "none"))
 		}

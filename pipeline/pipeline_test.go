@@ -571,6 +571,8 @@ func TestSpecFill(t *testing.T) {
 		{"constrained, the dataset's fill", Options{Constrained: true}, 5},
 		{"constrained, another bound", Options{Constrained: true, Fill: ptr(-1.0)}, 5},
 		{"constrained, no fill", Options{Constrained: true, Fill: ptr(math.Inf(1))}, 4},
+		{"completed, the dataset's bound", Options{Complete: true}, 3},
+		{"completed, another bound", Options{Complete: true, Fill: ptr(-1.0)}, 3},
 	} {
 		opts, err := c.o.sampleOptions(planarSpec)
 		if err != nil {
@@ -600,6 +602,19 @@ func TestSpecFill(t *testing.T) {
 	if r = newReport(planarSpec, Options{Constrained: true, Fill: ptr(math.Inf(1))}, 1); r.Fill != nil {
 		t.Errorf("report without fill: fill %v", *r.Fill)
 	}
+	if r = newReport(planarSpec, Options{Complete: true}, 1); !r.Complete || r.Fill == nil || *r.Fill != *planarSpec.Fill {
+		t.Errorf("report of a completed run: complete %v, fill %v", r.Complete, r.Fill)
+	}
+	if _, err := (Options{Complete: true}).sampleOptions(tree); err == nil {
+		t.Error("tree (no completion bound): completion accepted")
+	}
+	price, err := Lookup("price")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (Options{Complete: true, Fill: ptr(-2.0)}).sampleOptions(price); err == nil {
+		t.Error("price (directed): completion accepted")
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -625,6 +640,8 @@ func TestSampleOptionsBad(t *testing.T) {
 		{"unknown edge rule", Options{EdgeRule: "xor"}, false},
 		{"fill without constrained decoding", Options{Fill: ptr(-2.0)}, false},
 		{"fill under constrained decoding", Options{Constrained: true, Fill: ptr(-2.0)}, true},
+		{"completion", Options{Complete: true}, true},
+		{"completion under constrained decoding", Options{Constrained: true, Complete: true}, false},
 	} {
 		opts, err := c.o.sampleOptions(spec)
 		if (err == nil) != c.ok {

@@ -33,7 +33,10 @@ type Report struct {
 	TimeOffsets *flow.TimeOffsets `json:"time_offsets,omitempty"`
 	EdgeMargin  *float64          `json:"edge_margin,omitempty"`
 	Constrained bool              `json:"constrained,omitempty"`
-	// Fill is the edge-fill bound constrained decoding used (vae.WithEdgeFill), if any.
+	// Complete says the valid samples were completed (Options.Complete),
+	// with the bound Fill.
+	Complete bool `json:"complete,omitempty"`
+	// Fill is the bound of constrained decoding's edge fill (vae.WithEdgeFill) or of the completion, if any.
 	Fill        *float64 `json:"fill,omitempty"`
 	Reencode    int      `json:"reencode,omitempty"`
 	Temperature float64  `json:"temperature,omitempty"`
@@ -97,7 +100,10 @@ func newReport(spec Spec, o Options, n int) *Report {
 	if o.Constrained {
 		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint ("+spec.ConstraintName+"), which the paper's sampler does not do; validity is then partly by construction")
 	}
-	if f := o.fill(spec); f != nil && !math.IsInf(*f, 1) {
+	if f := o.fill(spec); f != nil && !math.IsInf(*f, 1) && o.Complete {
+		r.Fill, r.Complete = f, true
+		r.Notes = append(r.Notes, fmt.Sprintf("completion: the samples that decode valid gain the missing pairs of edge confidence at least %g, most confident first, while they stay valid (vae.WithEdgeCompletion); invalid samples stay as decoded; the paper's decoder does not do this", *f))
+	} else if f != nil && !math.IsInf(*f, 1) {
 		r.Fill = f
 		r.Notes = append(r.Notes, fmt.Sprintf("edge fill: the missing pairs of edge confidence at least %g added back, most confident first, while the constraint holds (vae.WithEdgeFill)", *f))
 	}

@@ -562,3 +562,75 @@ func TestEdgeFill(t *testing.T) {
 		t.Errorf("bound +Inf: %d edges, want the 2 decoded", g.M())
 	}
 }
+
+// TestEdgeCompletion checks WithEdgeCompletion on hand-made scores: a
+// decoded graph for which the property holds gains the missing pairs at or
+// above the bound that keep it, most confident first; one for which it
+// fails is left exactly as decoded (nothing removed, nothing added); the
+// stored margin still applies; and the option's conflicts are refused.
+func TestEdgeCompletion(t *testing.T) {
+	m := &Model{Cfg: Config{EdgeClasses: 1}}
+	// Decoded (positive): {0,1} 3, {1,2} 2. Missing: {2,3} -0.5, {0,2}
+	// -1, {0,3} -1.5, {1,3} -3; the rest -5.
+	score := map[[2]int]float64{{0, 1}: 3, {1, 2}: 2, {2, 3}: -0.5, {0, 2}: -1, {3, 0}: -1.5, {1, 3}: -3}
+	dec := scoredDecode(4, score, -5)
+	noTriangle := func(g *graph.Graph) bool {
+		for _, tri := range [][3]int{{0, 1, 2}, {0, 1, 3}, {0, 2, 3}, {1, 2, 3}} {
+			if g.HasEdge(tri[0], tri[1]) && g.HasEdge(tri[1], tri[2]) && g.HasEdge(tri[0], tri[2]) {
+				return false
+			}
+		}
+		return true
+	}
+	atMost := func(k int) func(*graph.Graph) bool { return func(g *graph.Graph) bool { return g.M() <= k } }
+	for _, tc := range []struct {
+		name   string
+		valid  func(*graph.Graph) bool
+		min    float64
+		margin float64
+		want   [][2]int
+	}{
+		// As TestEdgeFill's "no triangle": {0,2} and {1,3} would close one.
+		{"valid, completed", noTriangle, -3, 0, [][2]int{{0, 1}, {1, 2}, {2, 3}, {0, 3}}},
+		{"valid, bound above every missing pair", noTriangle, 0, 0, [][2]int{{0, 1}, {1, 2}}},
+		{"valid, bound -1", noTriangle, -1, 0, [][2]int{{0, 1}, {1, 2}, {2, 3}}},
+		// Two decoded edges already break "at most one": nothing changes,
+		// where WithEdgeConstraint would cut to {0,1}.
+		{"invalid, left as decoded", atMost(1), -3, 0, [][2]int{{0, 1}, {1, 2}}},
+		// Margin 2.5 drops {1,2} (score 2) from the decoded graph; the
+		// completion may add it back as a missing pair above the bound.
+		{"margin, then completion", noTriangle, 2, 2.5, [][2]int{{0, 1}, {1, 2}}},
+		{"margin, bound above it", noTriangle, 2.5, 2.5, [][2]int{{0, 1}}},
+	} {
+		o := decodeOptions{complete: tc.valid, completeMin: tc.min, margin: tc.margin}
+		checkEdges(t, tc.name, m.graphs(dec, o)[0], tc.want)
+	}
+	all := func(*graph.Graph) bool { return true }
+	und := &Model{Cfg: Config{EdgeClasses: 1, EdgeMargin: 1.25}}
+	o, err := und.decodeOptions([]DecodeOption{WithEdgeCompletion(all, -4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.margin != 1.25 {
+		t.Errorf("margin %v under completion, want the model's 1.25", o.margin)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []DecodeOption
+	}{
+		{"with a constraint", []DecodeOption{WithEdgeConstraint(all), WithEdgeCompletion(all, -1)}},
+		{"with spanning trees", []DecodeOption{WithSpanningTree(), WithEdgeCompletion(all, -1)}},
+		{"with connected", []DecodeOption{WithConnected(), WithEdgeCompletion(all, -1)}},
+		{"with a fill", []DecodeOption{WithEdgeConstraint(all), WithEdgeFill(-1), WithEdgeCompletion(all, -1)}},
+		{"with re-encoding", []DecodeOption{WithReencode(4, 2), WithEdgeCompletion(all, -1)}},
+		{"NaN bound", []DecodeOption{WithEdgeCompletion(all, math.NaN())}},
+	} {
+		if _, err := und.decodeOptions(tc.opts); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		}
+	}
+	dir := &Model{Cfg: Config{EdgeClasses: 1, Directed: true}}
+	if _, err := dir.decodeOptions([]DecodeOption{WithEdgeCompletion(all, -1)}); err == nil {
+		t.Error("directed model accepted WithEdgeCompletion")
+	}
+}

@@ -440,7 +440,13 @@ func (m *Model) graphs(dec *Decoded, o decodeOptions) []*graph.Graph {
 			if lg == nil {
 				lg = logits.To(tensor.Float64).Data64()
 			}
-			h = m.fillEdges(h, lg, g*N*N, N, o)
+			h = m.fillEdges(h, lg, g*N*N, N, o.rule, o.keep, o.fillMin)
+		}
+		if o.complete != nil && o.complete(h) {
+			if lg == nil {
+				lg = logits.To(tensor.Float64).Data64()
+			}
+			h = m.fillEdges(h, lg, g*N*N, N, o.rule, o.complete, o.completeMin)
 		}
 		out[g] = h
 	}
@@ -499,10 +505,11 @@ func (m *Model) constrain(h *graph.Graph, lg []float64, base, N int, o decodeOpt
 }
 
 // fillEdges returns h with the pairs it lacks whose confidence
-// (pairConfidence) is at least o.fillMin added, most confident first, each
-// kept only if o.keep still holds with it (WithEdgeFill); lg, base and N
-// are as for constrain. Added edges are labelled by pairEdgeLabel.
-func (m *Model) fillEdges(h *graph.Graph, lg []float64, base, N int, o decodeOptions) *graph.Graph {
+// (pairConfidence under rule) is at least minConf added, most confident
+// first, each kept only if keep still holds with it (WithEdgeFill,
+// WithEdgeCompletion); lg, base and N are as for constrain. Added edges
+// are labelled by pairEdgeLabel.
+func (m *Model) fillEdges(h *graph.Graph, lg []float64, base, N int, rule EdgeRule, keep func(*graph.Graph) bool, minConf float64) *graph.Graph {
 	n := h.N()
 	C := m.Cfg.EdgeClasses + 1
 	type pair struct {
@@ -515,7 +522,7 @@ func (m *Model) fillEdges(h *graph.Graph, lg []float64, base, N int, o decodeOpt
 			if h.HasEdge(i, j) {
 				continue
 			}
-			if s := m.pairConfidence(lg, base, N, i, j, o.rule); s >= o.fillMin {
+			if s := m.pairConfidence(lg, base, N, i, j, rule); s >= minConf {
 				pairs = append(pairs, pair{i, j, s})
 			}
 		}
@@ -527,7 +534,7 @@ func (m *Model) fillEdges(h *graph.Graph, lg []float64, base, N int, o decodeOpt
 	out := h.Clone()
 	for _, p := range pairs {
 		out.AddLabeledEdge(p.i, p.j, pairEdgeLabel(lg, base, N, C, p.i, p.j))
-		if !o.keep(out) {
+		if !keep(out) {
 			out.RemoveEdge(p.i, p.j)
 		}
 	}

@@ -30,7 +30,7 @@ import (
 // exactly from 0.840 to 0.973 (0.980 with an edge margin of 0.75), and
 // with latents perturbed by 2% of their spread from 0.340 to 0.773 (margin
 // 0.75; docs/results.md). It cannot be combined with
-// WithEdgeConstraint, WithSpanningTree or WithConnected.
+// WithEdgeConstraint, WithSpanningTree, WithConnected or WithEdgeCompletion.
 func WithReencode(candidates, rounds int) DecodeOption {
 	return func(o *decodeOptions) { o.reencodeK, o.reencodeRounds = candidates, rounds }
 }
@@ -44,7 +44,7 @@ func (m *Model) checkReencode(o decodeOptions) error {
 		return fmt.Errorf("vae: WithReencode needs at least one candidate and one round, got %d and %d", o.reencodeK, o.reencodeRounds)
 	case m.Cfg.Directed:
 		return errors.New("vae: WithReencode is for undirected models")
-	case o.keep != nil || o.tree || o.connected:
+	case o.keep != nil || o.tree || o.connected || o.complete != nil:
 		return errors.New("vae: WithReencode cannot be combined with a decoding constraint")
 	}
 	return nil

@@ -280,6 +280,7 @@ func runSample(ctx context.Context, args []string) error {
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own, 0 under a planar, forest, dag or tree constraint; 0: the argmax; larger: fewer spurious edges)")
 	constraint := fs.String("constraint", "", constraintUsage)
 	fill := fs.Float64("fill", 0, fillUsage)
+	complete := fs.String("complete", "", completeUsage)
 	reencode, reencodeRounds := reencodeFlags(fs)
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
@@ -343,7 +344,7 @@ func runSample(ctx context.Context, args []string) error {
 		}
 		opts = append(opts, flow.WithDecodeOptions(constraintOpts...))
 	}
-	fillOpt, err := fillOption(set["fill"], *fill, *constraint)
+	fillOpt, err := fillOption(set["fill"], *fill, *constraint, *complete)
 	if err != nil {
 		return err
 	}
@@ -386,22 +387,71 @@ func runSample(ctx context.Context, args []string) error {
 const constraintUsage = "decode under constraints, valid by construction there (not the paper's sampler), comma-separated: planar, forest, tree (maximum-confidence spanning trees), dag, connected (components joined by their most confident pairs); planar graphs: planar,connected"
 
 // fillUsage documents -fill (sample, recon).
-const fillUsage = "with -constraint: add the missing pairs of edge confidence (logit over no-edge) at least this, most confident first, while the constraint holds (vae.WithEdgeFill; not the paper's sampler; default: none; examples/planar -constrained uses -4 for planar, -8 for planar-128/256/512)"
+const fillUsage = "with -constraint: add the missing pairs of edge confidence (logit over no-edge) at least this, most confident first, while the constraint holds (vae.WithEdgeFill; not the paper's sampler; default: none; examples/planar -constrained uses -4 for planar, -8 for planar-128/256/512); with -complete: the same for the valid graphs only (default -4)"
 
-// fillOption returns the decode option of -fill when the flag was set (nil
-// when not); -fill needs -constraint.
-func fillOption(set bool, fill float64, constraint string) (vae.DecodeOption, error) {
+// completeUsage documents -complete (sample, recon).
+const completeUsage = "complete the decoded graphs that have these properties (comma-separated: planar, connected, forest, dag; planar graphs: planar,connected): add the missing pairs of edge confidence at least -fill, most confident first, while they still hold; other graphs stay as decoded, so no sample is made valid (vae.WithEdgeCompletion; not the paper's decoder)"
+
+// defaultCompletionBound is -complete's confidence bound when -fill is not
+// given: pairs of edge probability down to about 0.018, as the planar fill
+// of examples/planar -constrained.
+const defaultCompletionBound = -4
+
+// fillOption returns the decode option of -fill and -complete: nil when
+// neither was given, vae.WithEdgeFill for -fill with -constraint, and
+// vae.WithEdgeCompletion for -complete.
+func fillOption(set bool, fill float64, constraint, complete string) (vae.DecodeOption, error) {
+	if complete != "" {
+		if constraint != "" {
+			return nil, usagef("-complete and -constraint exclude each other (a constraint completes every graph with -fill)")
+		}
+		valid, err := properties(complete, "-complete")
+		if err != nil {
+			return nil, err
+		}
+		if !set {
+			fill = defaultCompletionBound
+		}
+		return vae.WithEdgeCompletion(valid, fill), nil
+	}
 	if !set {
 		return nil, nil
 	}
 	if constraint == "" {
-		return nil, usagef("-fill needs -constraint")
+		return nil, usagef("-fill needs -constraint or -complete")
 	}
 	return vae.WithEdgeFill(fill), nil
 }
 
-// constraintOptions returns the decode options of a -constraint list
-// (comma-separated names).
+// properties returns the conjunction of the comma-separated graph
+// properties in list (planar, connected, forest, dag); flag names the flag
+// in errors.
+func properties(list, flagName string) (func(*graph.Graph) bool, error) {
+	var tests []func(*graph.Graph) bool
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		test, ok := propertyTests[name]
+		if !ok {
+			return nil, usagef("%s %q: want planar, connected, forest or dag, or a comma-separated list", flagName, name)
+		}
+		tests = append(tests, test)
+	}
+	return func(g *graph.Graph) bool {
+		for _, test := range tests {
+			if !test(g) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+// propertyTests are the graph properties -complete checks.
+var propertyTests = map[string]func(*graph.Graph) bool{
+	"planar": planar.IsPlanar, "connected": graph.IsConnected, "forest": graph.IsForest, "dag": graph.IsDAG,
+}
+
+// constraintOptions returns the decode options of -constraint's list.
 func constraintOptions(list string) ([]vae.DecodeOption, error) {
 	var opts []vae.DecodeOption
 	var keeps []func(*graph.Graph) bool
@@ -412,7 +462,7 @@ func constraintOptions(list string) ([]vae.DecodeOption, error) {
 		case "connected":
 			opts = append(opts, vae.WithConnected())
 		default:
-			keep, ok := map[string]func(*graph.Graph) bool{"planar": planar.IsPlanar, "forest": graph.IsForest, "dag": graph.IsDAG}[name]
+			keep, ok := propertyTests[name] // "connected" joins components instead
 			if !ok {
 				return nil, usagef("-constraint %q: want planar, forest, tree, dag or connected, or a comma-separated list", name)
 			}

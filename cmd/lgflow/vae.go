@@ -273,6 +273,7 @@ func runRecon(ctx context.Context, args []string) error {
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the decoded-exact and validity figures (default: the LG-VAE's own; 0: the argmax)")
 	constraint := fs.String("constraint", "", "for the decoded-exact and validity figures: "+constraintUsage)
 	fill := fs.Float64("fill", 0, fillUsage)
+	complete := fs.String("complete", "", "for the decoded-exact and validity figures: "+completeUsage)
 	reencode, reencodeRounds := reencodeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -301,7 +302,7 @@ func runRecon(ctx context.Context, args []string) error {
 			fillSet = true
 		}
 	})
-	fillOpt, err := fillOption(fillSet, *fill, *constraint)
+	fillOpt, err := fillOption(fillSet, *fill, *constraint, *complete)
 	if err != nil {
 		return err
 	}
@@ -375,6 +376,9 @@ func runRecon(ctx context.Context, args []string) error {
 		}
 		if *constraint != "" {
 			out["constraint"] = *constraint
+		}
+		if *complete != "" {
+			out["complete"] = *complete
 		}
 		if fillSet && !math.IsInf(*fill, 1) {
 			out["fill"] = *fill
