@@ -504,7 +504,8 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 // shippedSettings returns the tuned settings that apply to a run (zero
 // fields: none): the time offsets of Options.Offsets if set, and the
 // dataset's settings for its shipped models (Spec.Shipped, or
-// Spec.ShippedConstrained under constraints) that Options leaves unset,
+// Spec.ShippedConstrained under constraints, Spec.ShippedComplete when
+// completing, where the dataset has them) that Options leaves unset,
 // when the run samples with them: the shipped flow and the expert the
 // dataset ships, if any, not one the options name or turn off.
 func (o Options) shippedSettings(spec Spec) ShippedSampler {
@@ -516,6 +517,9 @@ func (o Options) shippedSettings(spec Spec) ShippedSampler {
 		} else {
 			tuned = *spec.ShippedConstrained
 		}
+	}
+	if o.Complete && spec.ShippedComplete != nil {
+		tuned = *spec.ShippedComplete
 	}
 	var set ShippedSampler
 	switch {

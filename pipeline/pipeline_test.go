@@ -659,7 +659,9 @@ func TestSampleOptionsBad(t *testing.T) {
 func TestShippedSettings(t *testing.T) {
 	tuned := flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}
 	con := flow.TimeOffsets{Step: 0.02, From: 0.5, Jump: -0.03}
-	spec := Spec{Shipped: ShippedSampler{Offsets: tuned, EdgeRule: "and"}, ShippedConstrained: &ShippedSampler{Offsets: con}}
+	comp := flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}
+	spec := Spec{Shipped: ShippedSampler{Offsets: tuned, EdgeRule: "and"}, ShippedConstrained: &ShippedSampler{Offsets: con},
+		ShippedComplete: &ShippedSampler{Offsets: comp, EdgeRule: "mean"}}
 	own := flow.TimeOffsets{Jump: -0.01}
 	for _, c := range []struct {
 		name     string
@@ -678,6 +680,9 @@ func TestShippedSettings(t *testing.T) {
 		{"shipped models, rule given", Options{EdgeRule: "or"}, tuned, ""},
 		{"constrained, shipped models", Options{Constrained: true}, con, ""},
 		{"constrained, offsets given", Options{Constrained: true, Offsets: &own}, own, ""},
+		{"completed, shipped models", Options{Complete: true}, comp, "mean"},
+		{"completed, rule given", Options{Complete: true, EdgeRule: "or"}, comp, ""},
+		{"completed, own flow", Options{Complete: true, FlowPath: "f.safetensors"}, flow.TimeOffsets{}, ""},
 	} {
 		set := c.o.shippedSettings(spec)
 		if set.Offsets != c.offsets || set.EdgeRule != c.edgeRule {
@@ -700,5 +705,8 @@ func TestShippedSettingsUnconstrainedOnly(t *testing.T) {
 	}
 	if set := (Options{Constrained: true}).shippedSettings(spec); set.Offsets != (flow.TimeOffsets{}) || set.EdgeRule != "" || set.EdgeMargin != nil {
 		t.Errorf("constrained decoding got the unconstrained settings: %+v", set)
+	}
+	if set := (Options{Complete: true}).shippedSettings(spec); set.EdgeMargin == nil || *set.EdgeMargin != margin || set.EdgeRule != "and" {
+		t.Errorf("completion without its own settings did not get the unconstrained ones: %+v", set)
 	}
 }
