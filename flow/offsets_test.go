@@ -74,6 +74,16 @@ func TestTimeOffsets(t *testing.T) {
 				if d := tensor.MaxAbs(tensor.Sub(nil, got, want)); d != 0 {
 					t.Errorf("solve differs from the hand-written steps by %g", d)
 				}
+				// Stochastic steps tend to these Euler steps as eta goes
+				// to 0: the state moves from the denoiser's time by the
+				// step, not to the grid's next time.
+				st, err := solve(context.Background(), m, x.Clone(), mask, grid, sampleOptions{method: Euler, offsets: off, eta: 1e-4}, tensor.NewRNG(1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := tensor.MaxAbs(tensor.Sub(nil, st, want)); d > 1e-3 {
+					t.Errorf("stochastic steps with eta 1e-4 differ from the Euler steps by %g", d)
+				}
 			})
 		}
 		// A shifted time outside (0, 1) is an error, not a division by

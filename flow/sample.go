@@ -563,15 +563,18 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 			tensor.Add(v, v, v2)
 			tensor.MulScalar(v, v, 0.5)
 		}
-		if o.eta > 0 && tb < 1 {
-			// x̂1 = x + (1-te)·v and x̂0 = x - te·v for either target.
+		// The step takes the state from the denoiser's time te to te+h
+		// (tb without offsets).
+		if tn := te + h; o.eta > 0 && tn < 1 {
+			// x̂1 = x + (1-te)·v and x̂0 = x - te·v for either target; with
+			// eta = 0, tn·x̂1 + (1-tn)·x̂0 = x + h·v, the Euler step.
 			x1 := tensor.AddScaled(nil, x, v, 1-te)
 			x0 := tensor.AddScaled(nil, x, v, -te)
 			eps := tensor.RandN(r, dt, B, N, d).On(be)
 			tensor.MulScalar(x0, x0, math.Sqrt(1-o.eta*o.eta))
 			tensor.AddScaled(x0, x0, eps, o.eta)
-			tensor.MulScalar(x, x1, tb)
-			tensor.AddScaled(x, x, x0, 1-tb)
+			tensor.MulScalar(x, x1, tn)
+			tensor.AddScaled(x, x, x0, 1-tn)
 		} else {
 			tensor.AddScaled(x, x, v, h)
 		}
