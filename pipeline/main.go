@@ -76,6 +76,7 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.Float64Var(&offsets.Step, "step-offset", 0, "time offset of the denoiser at the steps from -step-offset-from on, before the final one (flow.WithTimeOffsets; default, unless one of the three offset flags is given: the dataset's tuned offsets with the shipped flow and expert, else none)")
 	fs.Float64Var(&offsets.From, "step-offset-from", 0, "first time -step-offset and -jump-offset apply at (a final step that starts earlier is not shifted)")
 	fs.Float64Var(&offsets.Jump, "jump-offset", 0, "time offset of the denoiser at the final jump to the data (flow.WithTimeOffsets)")
+	fs.Float64Var(&o.Stochasticity, "stochasticity", 0, "share of the estimated noise each Euler step replaces by fresh noise, in [0, 1] (flow.WithStochasticity; 0: the deterministic ODE)")
 	device := fs.String("device", "cpu", "where training steps and the denoiser run: cpu or cuda (an NVIDIA GPU)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

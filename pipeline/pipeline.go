@@ -107,6 +107,9 @@ type Options struct {
 	// the dataset's Spec.Shipped offsets when the run samples with the
 	// shipped flow and expert, none otherwise.
 	Offsets *flow.TimeOffsets
+	// Stochasticity is flow.WithStochasticity's eta (0: the deterministic
+	// ODE, the paper's sampler).
+	Stochasticity float64
 
 	// Data configures dataset loading (data directory, synthetic seed,
 	// split sizes).
@@ -211,6 +214,9 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 	}
 	if o.Temperature > 0 {
 		opts = append(opts, flow.WithTemperature(o.Temperature))
+	}
+	if o.Stochasticity != 0 {
+		opts = append(opts, flow.WithStochasticity(o.Stochasticity))
 	}
 	if o.FinalJump > 0 {
 		opts = append(opts, flow.WithFinalJump(o.FinalJump))

@@ -641,6 +641,7 @@ func TestSampleOptionsBad(t *testing.T) {
 		{"fill without constrained decoding", Options{Fill: ptr(-2.0)}, false},
 		{"fill under constrained decoding", Options{Constrained: true, Fill: ptr(-2.0)}, true},
 		{"completion", Options{Complete: true}, true},
+		{"stochastic steps", Options{Stochasticity: 0.02}, true},
 		{"completion under constrained decoding", Options{Constrained: true, Complete: true}, false},
 	} {
 		opts, err := c.o.sampleOptions(spec)

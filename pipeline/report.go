@@ -31,8 +31,10 @@ type Report struct {
 	// TimeOffsets are the denoiser's time offsets (flow.WithTimeOffsets),
 	// if any.
 	TimeOffsets *flow.TimeOffsets `json:"time_offsets,omitempty"`
-	EdgeMargin  *float64          `json:"edge_margin,omitempty"`
-	Constrained bool              `json:"constrained,omitempty"`
+	// Stochasticity is the sampler's stochasticity (flow.WithStochasticity), if any.
+	Stochasticity float64  `json:"stochasticity,omitempty"`
+	EdgeMargin    *float64 `json:"edge_margin,omitempty"`
+	Constrained   bool     `json:"constrained,omitempty"`
 	// Complete says the valid samples were completed (Options.Complete),
 	// with the bound Fill.
 	Complete bool `json:"complete,omitempty"`
@@ -106,6 +108,10 @@ func newReport(spec Spec, o Options, n int) *Report {
 	} else if f != nil && !math.IsInf(*f, 1) {
 		r.Fill = f
 		r.Notes = append(r.Notes, fmt.Sprintf("edge fill: the missing pairs of edge confidence at least %g added back, most confident first, while the constraint holds (vae.WithEdgeFill)", *f))
+	}
+	if o.Stochasticity != 0 {
+		r.Stochasticity = o.Stochasticity
+		r.Notes = append(r.Notes, fmt.Sprintf("stochastic steps: each Euler step replaces a share %g of the estimated noise by fresh noise (flow.WithStochasticity); the paper integrates the ODE", o.Stochasticity))
 	}
 	if o.Reencode > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("re-encoding search: each decoded graph compared with its variants in its %d least confident pairs, keeping the one whose encoding is nearest to the latents (vae.WithReencode); not the paper's decoder", o.Reencode))

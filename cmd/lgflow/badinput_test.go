@@ -61,6 +61,7 @@ func TestBadInput(t *testing.T) {
 		{"sample: two experts, no times", []string{"sample", "-vae", v, "-flow", f, "-expert", f + "," + f}, 2, "one time per -expert file: 2 files, 0 times"},
 		{"sample: expert time not a number", []string{"sample", "-vae", v, "-flow", f, "-expert", f, "-expert-from", "late"}, 2, `"late" is not a number`},
 		{"sample: two experts with one time", []string{"sample", "-vae", v, "-flow", f, "-expert", f + "," + f, "-expert-from", "0.9,0.9"}, 1, "two experts from time 0.9"},
+		{"sample: stochasticity above 1", []string{"sample", "-vae", v, "-flow", f, "-stochasticity", "1.5"}, 1, "stochasticity must be in [0, 1]"},
 		{"sample: negative time shift", []string{"sample", "-vae", v, "-flow", f, "-time-shift", "-2"}, 1, "time shift must be positive"},
 		{"recon: no -dataset", []string{"recon", "-vae", v}, 2, "need -vae and -dataset"},
 		{"recon: negative noise", []string{"recon", "-vae", v, "-dataset", "tree", "-noise", "-1"}, 2, "-noise must be >= 0"},

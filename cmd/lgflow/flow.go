@@ -273,6 +273,7 @@ func runSample(ctx context.Context, args []string) error {
 	finalJump := fs.Float64("final-jump", 0, "integrate to this time in (0.01, 1], then take the denoiser's one-step estimate of the data (default: flow.Sample's, 0.95; 1: none, the reference sampler)")
 	temperature := fs.Float64("temperature", 0, "scale of the initial noise (default 1; below 1: more often valid, less diverse)")
 	timeShift := fs.Float64("time-shift", 0, "warp the time grid toward shorter steps near the data, t = s·u/(1+(s-1)·u) (default 1: uniform)")
+	stochasticity := fs.Float64("stochasticity", 0, "share of the estimated noise each Euler step replaces by fresh noise, in [0, 1] (flow.WithStochasticity; default 0: the deterministic ODE)")
 	seed := fs.Uint64("seed", 0, "seed")
 	batch := fs.Int("batch", 256, "graphs integrated together")
 	method := fs.String("method", "", "integrator: euler or heun (default: flow.Sample's)")
@@ -320,6 +321,9 @@ func runSample(ctx context.Context, args []string) error {
 	}
 	if set["time-shift"] {
 		opts = append(opts, flow.WithTimeShift(*timeShift))
+	}
+	if set["stochasticity"] {
+		opts = append(opts, flow.WithStochasticity(*stochasticity))
 	}
 	if set["method"] {
 		opts = append(opts, flow.WithMethod(flow.Method(*method)))
