@@ -106,6 +106,34 @@ func ExampleWithEdgeFill() {
 	}
 }
 
+// ExampleWithEdgeCompletion decodes planar graphs' latents, perturbed by
+// 2% of their spread, with and without completion under "connected and
+// planar", and counts the valid graphs and the edges. Completion leaves
+// the count of valid graphs as the decoder made it (invalid graphs stay as
+// decoded) and adds to the valid ones the most confident of the pairs the
+// decoder left out, where they stay valid (with the shipped planar LG-VAE:
+// 24 of 32 valid either way, 5,656 edges without completion and 5,678 with
+// it, for the graphs' 5,679).
+func ExampleWithEdgeCompletion() {
+	ctx := context.Background()
+	m, gs, z := noisyPlanarLatents(ctx, 0.02)
+	valid := func(g *graph.Graph) bool { return graph.IsConnected(g) && planar.IsPlanar(g) }
+	for _, opts := range [][]vae.DecodeOption{nil, {vae.WithEdgeCompletion(valid, -4)}} {
+		out, err := m.DecodeGraphs(ctx, z, opts...)
+		if err != nil {
+			panic(err)
+		}
+		nValid, edges := 0, 0
+		for _, g := range out {
+			if valid(g) {
+				nValid++
+			}
+			edges += g.M()
+		}
+		fmt.Printf("completion %v: %d of %d valid, %d edges\n", len(opts) > 0, nValid, len(gs), edges)
+	}
+}
+
 // noisyPlanarLatents loads the shipped planar LG-VAE and returns it with 32
 // planar graphs of 64 nodes and their latents, perturbed by noise times
 // the latents' spread.
