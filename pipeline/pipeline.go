@@ -76,9 +76,9 @@ type Options struct {
 	// does none of these, and the report says so.
 	Constrained bool
 	// Fill, with Constrained, is vae.WithEdgeFill's confidence bound (nil:
-	// the dataset's Spec.Fill; +Inf: no fill). Only datasets whose
-	// constraint is a property of edges (Spec.Constraint, not spanning
-	// trees; undirected) can be filled.
+	// the dataset's Spec.Fill; +Inf: no fill), and with Complete the
+	// completion's. Only datasets whose constraint is a property of edges
+	// (Spec.Constraint, not spanning trees; undirected) can be filled.
 	Fill *float64
 	// Complete completes the samples that decode valid (Spec.Valid): the
 	// missing pairs of edge confidence at least Fill (nil: the dataset's
