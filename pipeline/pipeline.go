@@ -188,16 +188,11 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 		}
 	}
 	if o.Complete {
-		fill := o.fill(spec)
-		switch {
-		case o.Constrained:
-			return nil, errors.New("pipeline: completion and constrained decoding exclude each other (constrained decoding fills every sample)")
-		case spec.Valid == nil || spec.Kind == metrics.DAG:
-			return nil, fmt.Errorf("pipeline: %s samples cannot be completed (completion needs an undirected dataset with a validity test)", spec.Name)
-		case fill == nil:
-			return nil, fmt.Errorf("pipeline: %s has no completion bound; set Options.Fill (-fill)", spec.Name)
+		c, err := o.completion(spec)
+		if err != nil {
+			return nil, err
 		}
-		opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeCompletion(spec.Valid, *fill)))
+		opts = append(opts, flow.WithDecodeOptions(c))
 	} else if fill := o.fill(spec); fill != nil {
 		if !o.Constrained || spec.Constraint == nil || spec.SpanningTree {
 			return nil, fmt.Errorf("pipeline: an edge fill needs constrained decoding under a property of edges (-constrained; %s: %s)", spec.Name, cmp.Or(spec.ConstraintName, "none"))
@@ -583,6 +578,25 @@ func hardware() string {
 	return fmt.Sprintf("%s/%s, %d CPU threads (GOMAXPROCS)", runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0))
 }
 
+// CanComplete reports whether the dataset's samples can be completed with
+// its own bound (Options.Complete without Options.Fill): an undirected
+// dataset with a validity test and Spec.Fill.
+func (s Spec) CanComplete() bool { return s.Valid != nil && s.Kind != metrics.DAG && s.Fill != nil }
+
+// completion returns the decode option of Options.Complete for spec.
+func (o Options) completion(spec Spec) (vae.DecodeOption, error) {
+	fill := o.fill(spec)
+	switch {
+	case o.Constrained:
+		return nil, errors.New("pipeline: completion and constrained decoding exclude each other (constrained decoding fills every sample)")
+	case spec.Valid == nil || spec.Kind == metrics.DAG:
+		return nil, fmt.Errorf("pipeline: %s samples cannot be completed (completion needs an undirected dataset with a validity test)", spec.Name)
+	case fill == nil:
+		return nil, fmt.Errorf("pipeline: %s has no completion bound; set Options.Fill (-fill)", spec.Name)
+	}
+	return vae.WithEdgeCompletion(spec.Valid, *fill), nil
+}
+
 // ShippedOptions returns the sampler options of an unconstrained run with
 // the shipped models of the dataset spec, whose flow is flowPath, bound to
 // ae: the data-end expert shipped beside the flow (ExpertFile), if any,
@@ -592,11 +606,36 @@ func hardware() string {
 // server sampling the shipped models with these gets the graphs those
 // commands get for the same seed and count.
 func ShippedOptions(spec Spec, flowPath string, ae *vae.Model) ([]flow.SampleOption, []string, error) {
-	opts, used, err := spec.Shipped.options()
+	return shippedOptions(Options{}, spec, flowPath, ae)
+}
+
+// CompletedOptions is ShippedOptions for runs that complete their valid
+// samples (Options.Complete, examples/planar -complete): the expert, the
+// dataset's settings for completed runs (Spec.ShippedComplete, else
+// Spec.Shipped) and the completion (vae.WithEdgeCompletion with Spec.Valid
+// and Spec.Fill); an error for a dataset whose samples cannot be
+// completed.
+func CompletedOptions(spec Spec, flowPath string, ae *vae.Model) ([]flow.SampleOption, []string, error) {
+	o := Options{Complete: true}
+	c, err := o.completion(spec)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := (Options{}).expert(spec, flowPath)
+	opts, used, err := shippedOptions(o, spec, flowPath, ae)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(opts, flow.WithDecodeOptions(c)), append(used, fmt.Sprintf("completion of the valid samples from edge confidence %g", *o.fill(spec))), nil
+}
+
+// shippedOptions returns the options of ShippedOptions for a run with
+// options o (which select the tuned settings).
+func shippedOptions(o Options, spec Spec, flowPath string, ae *vae.Model) ([]flow.SampleOption, []string, error) {
+	opts, used, err := o.shippedSettings(spec).options()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := o.expert(spec, flowPath)
 	if err != nil || p == "" {
 		return opts, used, err
 	}

@@ -612,6 +612,9 @@ func TestSpecFill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !planarSpec.CanComplete() || tree.CanComplete() || price.CanComplete() {
+		t.Errorf("CanComplete: planar %v, tree %v, price %v; want true, false, false", planarSpec.CanComplete(), tree.CanComplete(), price.CanComplete())
+	}
 	if _, err := (Options{Complete: true, Fill: ptr(-2.0)}).sampleOptions(price); err == nil {
 		t.Error("price (directed): completion accepted")
 	}

@@ -15,8 +15,10 @@
 //	        samples as that dataset's example does with its shipped models
 //	        (the data-end expert shipped beside the flow, if any, and the
 //	        tuned sampler settings, pipeline.ShippedOptions), so n = 256 and
-//	        a seed give the graphs examples/planar gives; with -plain, as
-//	        flow.Sample and lgflow sample do by default
+//	        a seed give the graphs examples/planar gives; with -complete,
+//	        the graphs examples/planar -complete gives (models of datasets
+//	        whose samples can be completed; pipeline.CompletedOptions);
+//	        with -plain, as flow.Sample and lgflow sample do by default
 //	steps   Euler steps, 1 to -max-steps (default 100)
 //	format  graph6 (one line per graph, the default), json (node-link
 //	        objects under "graphs"), smiles (molecule models: one canonical
@@ -63,6 +65,9 @@ type options struct {
 	// plain samples every model with flow.Sample's defaults, without the
 	// dataset's shipped expert and tuned settings.
 	plain bool
+	// complete completes the valid samples of the models whose dataset
+	// allows it (pipeline.CompletedOptions).
+	complete bool
 }
 
 func main() {
@@ -72,6 +77,7 @@ func main() {
 	flag.StringVar(&o.vaePath, "vae", "pretrained/planar/vae.safetensors", "LG-VAE checkpoint of the default model")
 	flag.StringVar(&o.flowPath, "flow", "pretrained/planar/flow.safetensors", "LG-Flow checkpoint of the default model")
 	flag.StringVar(&o.models, "models", "", "more models, name=DIR,... where DIR holds vae.safetensors and flow.safetensors (e.g. moses=pretrained/moses)")
+	flag.BoolVar(&o.complete, "complete", false, "models named after a dataset whose samples can be completed (planar) complete their valid samples, as examples/planar -complete (pipeline.CompletedOptions; not the paper's decoder)")
 	flag.BoolVar(&o.plain, "plain", false, "sample with flow.Sample's defaults (the flow alone, the paper's sampler) instead of a named dataset's shipped expert and tuned settings (pipeline.ShippedOptions)")
 	flag.IntVar(&o.lim.MaxN, "max-n", o.lim.MaxN, "most graphs per request")
 	flag.IntVar(&o.lim.MaxSteps, "max-steps", o.lim.MaxSteps, "most integration steps per request")
@@ -179,7 +185,11 @@ func loadModels(o options) ([]*model, error) {
 		}
 		md := newModel(sp.name, fm)
 		if spec, err := pipeline.Lookup(sp.name); err == nil && !o.plain {
-			if md.opts, md.settings, err = pipeline.ShippedOptions(spec, sp.flow, ae); err != nil {
+			shipped := pipeline.ShippedOptions
+			if o.complete && spec.CanComplete() {
+				shipped = pipeline.CompletedOptions
+			}
+			if md.opts, md.settings, err = shipped(spec, sp.flow, ae); err != nil {
 				return nil, err
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/mol"
+	"lgflow/graph/planar"
 	"lgflow/vae"
 )
 
@@ -572,4 +573,56 @@ func TestShippedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGraph6(t, body, want)
+}
+
+// TestCompletedSettings checks -complete: a planar model samples with the
+// expert, the settings tuned for completion and the completion of its
+// valid samples, and gives the graphs of flow.Sample with those options.
+func TestCompletedSettings(t *testing.T) {
+	o := options{name: "planar", vaePath: "../../pretrained/planar/vae.safetensors", flowPath: "../../pretrained/planar/flow.safetensors", complete: true}
+	models, err := loadModels(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := models[0]
+	if len(m.settings) != 5 || !strings.Contains(m.settings[4], "completion") {
+		t.Fatalf("settings %q, want the expert, time offsets, edge rule, margin and completion", m.settings)
+	}
+	s, err := newServer([]*model{m}, "planar", defaultLimits(1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.handler())
+	defer ts.Close()
+	resp, body := post(t, context.Background(), ts.URL, `{"n": 4, "seed": 3, "steps": 12}`)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	expert, err := flow.Load("../../pretrained/planar/flow-expert.safetensors", m.flow.VAE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := func(g *graph.Graph) bool { return graph.IsConnected(g) && planar.IsPlanar(g) }
+	want, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(3), flow.WithSteps(12),
+		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}),
+		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.5), flow.WithDecodeOptions(vae.WithEdgeCompletion(valid, -4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGraph6(t, body, want)
+	plain, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(3), flow.WithSteps(12),
+		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}),
+		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := 0
+	for i := range want {
+		added += want[i].M() - plain[i].M()
+	}
+	if added <= 0 {
+		// With these seeds and steps completion adds 9 edges; without any
+		// the comparison above would not tell it from plain decoding.
+		t.Errorf("completion added %d edges to the samples, want some", added)
+	}
 }
