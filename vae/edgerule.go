@@ -74,6 +74,7 @@ type decodeOptions struct {
 
 	complete    func(*graph.Graph) bool // WithEdgeCompletion's property
 	completeMin float64                 // WithEdgeCompletion's confidence bound
+	completeSet bool                    // WithEdgeCompletion was given
 
 	reencodeK, reencodeRounds int // WithReencode
 }
@@ -151,7 +152,7 @@ func WithEdgeFill(minConfidence float64) DecodeOption {
 // WithEdgeFill (which complete every graph, valid or not); the edge
 // margin keeps the model's default.
 func WithEdgeCompletion(valid func(g *graph.Graph) bool, minConfidence float64) DecodeOption {
-	return func(o *decodeOptions) { o.complete, o.completeMin = valid, minConfidence }
+	return func(o *decodeOptions) { o.complete, o.completeMin, o.completeSet = valid, minConfidence, true }
 }
 
 // WithEdgeRule sets how undirected edges are decided (default
@@ -222,6 +223,9 @@ func buildDecodeOptions(opts []DecodeOption) (decodeOptions, error) {
 	}
 	if o.fill && math.IsNaN(o.fillMin) {
 		return o, errors.New("vae: edge fill bound is NaN")
+	}
+	if o.completeSet && o.complete == nil {
+		return o, errors.New("vae: WithEdgeCompletion needs a property to keep (got nil)")
 	}
 	if o.complete != nil && (o.keep != nil || o.tree || o.connected || o.fill) {
 		return o, errors.New("vae: WithEdgeCompletion excludes WithEdgeConstraint, WithSpanningTree, WithConnected and WithEdgeFill")

@@ -624,6 +624,7 @@ func TestEdgeCompletion(t *testing.T) {
 		{"with a fill", []DecodeOption{WithEdgeConstraint(all), WithEdgeFill(-1), WithEdgeCompletion(all, -1)}},
 		{"with re-encoding", []DecodeOption{WithReencode(4, 2), WithEdgeCompletion(all, -1)}},
 		{"NaN bound", []DecodeOption{WithEdgeCompletion(all, math.NaN())}},
+		{"nil property", []DecodeOption{WithEdgeCompletion(nil, -1)}},
 	} {
 		if _, err := und.decodeOptions(tc.opts); err == nil {
 			t.Errorf("%s: accepted", tc.name)
