@@ -67,6 +67,7 @@ type decodeOptions struct {
 	margin    float64
 	marginSet bool // WithEdgeMargin was given: margin replaces Config.EdgeMargin
 	keep      func(*graph.Graph) bool
+	keepSet   bool // WithEdgeConstraint was given
 	tree      bool    // WithSpanningTree
 	connected bool    // WithConnected
 	fill      bool    // WithEdgeFill
@@ -88,7 +89,7 @@ type decodeOptions struct {
 // decoder's errors that break the property, so figures measured with it
 // must say so.
 func WithEdgeConstraint(keep func(g *graph.Graph) bool) DecodeOption {
-	return func(o *decodeOptions) { o.keep = keep }
+	return func(o *decodeOptions) { o.keep, o.keepSet = keep, true }
 }
 
 // WithSpanningTree makes every decoded graph of an undirected model a
@@ -223,6 +224,9 @@ func buildDecodeOptions(opts []DecodeOption) (decodeOptions, error) {
 	}
 	if o.fill && math.IsNaN(o.fillMin) {
 		return o, errors.New("vae: edge fill bound is NaN")
+	}
+	if o.keepSet && o.keep == nil {
+		return o, errors.New("vae: WithEdgeConstraint needs a property to keep (got nil)")
 	}
 	if o.completeSet && o.complete == nil {
 		return o, errors.New("vae: WithEdgeCompletion needs a property to keep (got nil)")

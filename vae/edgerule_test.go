@@ -625,6 +625,7 @@ func TestEdgeCompletion(t *testing.T) {
 		{"with re-encoding", []DecodeOption{WithReencode(4, 2), WithEdgeCompletion(all, -1)}},
 		{"NaN bound", []DecodeOption{WithEdgeCompletion(all, math.NaN())}},
 		{"nil property", []DecodeOption{WithEdgeCompletion(nil, -1)}},
+		{"nil constraint", []DecodeOption{WithEdgeConstraint(nil)}},
 	} {
 		if _, err := und.decodeOptions(tc.opts); err == nil {
 			t.Errorf("%s: accepted", tc.name)
