@@ -67,7 +67,7 @@ type decodeOptions struct {
 	margin    float64
 	marginSet bool // WithEdgeMargin was given: margin replaces Config.EdgeMargin
 	keep      func(*graph.Graph) bool
-	keepSet   bool // WithEdgeConstraint was given
+	keepSet   bool    // WithEdgeConstraint was given
 	tree      bool    // WithSpanningTree
 	connected bool    // WithConnected
 	fill      bool    // WithEdgeFill
