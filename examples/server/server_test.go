@@ -552,16 +552,7 @@ func TestShippedSettings(t *testing.T) {
 	if len(plain[0].opts) != 0 {
 		t.Fatalf("-plain: settings %q", plain[0].settings)
 	}
-	s, err := newServer([]*model{m}, "planar", defaultLimits(1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.handler())
-	defer ts.Close()
-	resp, body := post(t, context.Background(), ts.URL, `{"n": 3, "seed": 7, "steps": 12}`)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d: %s", resp.StatusCode, body)
-	}
+	body := sampleOne(t, m, `{"n": 3, "seed": 7, "steps": 12}`)
 	expert, err := flow.Load("../../pretrained/planar/flow-expert.safetensors", m.flow.VAE)
 	if err != nil {
 		t.Fatal(err)
@@ -588,16 +579,7 @@ func TestCompletedSettings(t *testing.T) {
 	if len(m.settings) != 5 || !strings.Contains(m.settings[4], "completion") {
 		t.Fatalf("settings %q, want the expert, time offsets, edge rule, margin and completion", m.settings)
 	}
-	s, err := newServer([]*model{m}, "planar", defaultLimits(1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(s.handler())
-	defer ts.Close()
-	resp, body := post(t, context.Background(), ts.URL, `{"n": 4, "seed": 3, "steps": 12}`)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d: %s", resp.StatusCode, body)
-	}
+	body := sampleOne(t, m, `{"n": 4, "seed": 3, "steps": 12}`)
 	expert, err := flow.Load("../../pretrained/planar/flow-expert.safetensors", m.flow.VAE)
 	if err != nil {
 		t.Fatal(err)
@@ -625,4 +607,21 @@ func TestCompletedSettings(t *testing.T) {
 		// the comparison above would not tell it from plain decoding.
 		t.Errorf("completion added %d edges to the samples, want some", added)
 	}
+}
+
+// sampleOne serves m alone and returns the body of one successful POST
+// /sample with the JSON request req.
+func sampleOne(t *testing.T, m *model, req string) []byte {
+	t.Helper()
+	s, err := newServer([]*model{m}, m.name, defaultLimits(1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.handler())
+	defer ts.Close()
+	resp, body := post(t, context.Background(), ts.URL, req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	return body
 }
