@@ -150,9 +150,10 @@ const DefaultFinalJump = 0.95
 // t'·x̂1 + (1-t')·(sqrt(1-eta²)·x̂0 + eta·ε) with fresh noise ε, where x̂0 and
 // x̂1 are the denoiser's noise and data estimates at t (under
 // WithTimeOffsets, t is the time the denoiser sees and t' = t plus the
-// step). With eta = 0 this is the Euler step. Fresh noise replaces part of the estimated noise, so
-// errors of earlier steps are partly forgotten instead of carried to the end,
-// as in stochastic diffusion samplers. Euler only.
+// step). With eta = 0 this is the Euler step. Fresh noise replaces part
+// of the estimated noise, so errors of earlier steps are partly forgotten
+// instead of carried to the end, as in stochastic diffusion samplers.
+// Euler only.
 func WithStochasticity(eta float64) SampleOption { return func(o *sampleOptions) { o.eta = eta } }
 
 // TimeOffsets relabel the times at which the sampler evaluates the

@@ -581,7 +581,11 @@ func hardware() string {
 // CanComplete reports whether the dataset's samples can be completed with
 // its own bound (Options.Complete without Options.Fill): an undirected
 // dataset with a validity test and Spec.Fill.
-func (s Spec) CanComplete() bool { return s.Valid != nil && s.Kind != metrics.DAG && s.Fill != nil }
+func (s Spec) CanComplete() bool { return s.completable() && s.Fill != nil }
+
+// completable reports whether the dataset's samples can be completed under
+// some bound: undirected, with a validity test.
+func (s Spec) completable() bool { return s.Valid != nil && s.Kind != metrics.DAG }
 
 // completion returns the decode option of Options.Complete for spec.
 func (o Options) completion(spec Spec) (vae.DecodeOption, error) {
@@ -589,7 +593,7 @@ func (o Options) completion(spec Spec) (vae.DecodeOption, error) {
 	switch {
 	case o.Constrained:
 		return nil, errors.New("pipeline: completion and constrained decoding exclude each other (constrained decoding fills every sample)")
-	case spec.Valid == nil || spec.Kind == metrics.DAG:
+	case !spec.completable():
 		return nil, fmt.Errorf("pipeline: %s samples cannot be completed (completion needs an undirected dataset with a validity test)", spec.Name)
 	case fill == nil:
 		return nil, fmt.Errorf("pipeline: %s has no completion bound; set Options.Fill (-fill)", spec.Name)

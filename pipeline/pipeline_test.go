@@ -612,6 +612,11 @@ func TestSpecFill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, name := range Names() {
+		if s, err := Lookup(name); err == nil && s.ShippedComplete != nil && !s.CanComplete() {
+			t.Errorf("%s: settings for completed runs, but its samples cannot be completed", name)
+		}
+	}
 	if !planarSpec.CanComplete() || tree.CanComplete() || price.CanComplete() {
 		t.Errorf("CanComplete: planar %v, tree %v, price %v; want true, false, false", planarSpec.CanComplete(), tree.CanComplete(), price.CanComplete())
 	}

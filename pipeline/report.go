@@ -102,12 +102,13 @@ func newReport(spec Spec, o Options, n int) *Report {
 	if o.Constrained {
 		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint ("+spec.ConstraintName+"), which the paper's sampler does not do; validity is then partly by construction")
 	}
-	if f := o.fill(spec); f != nil && !math.IsInf(*f, 1) && o.Complete {
-		r.Fill, r.Complete = f, true
-		r.Notes = append(r.Notes, fmt.Sprintf("completion: the samples that decode valid gain the missing pairs of edge confidence at least %g, most confident first, while they stay valid (vae.WithEdgeCompletion); invalid samples stay as decoded; the paper's decoder does not do this", *f))
-	} else if f != nil && !math.IsInf(*f, 1) {
-		r.Fill = f
-		r.Notes = append(r.Notes, fmt.Sprintf("edge fill: the missing pairs of edge confidence at least %g added back, most confident first, while the constraint holds (vae.WithEdgeFill)", *f))
+	if f := o.fill(spec); f != nil && !math.IsInf(*f, 1) {
+		r.Fill, r.Complete = f, o.Complete
+		if o.Complete {
+			r.Notes = append(r.Notes, fmt.Sprintf("completion: the samples that decode valid gain the missing pairs of edge confidence at least %g, most confident first, while they stay valid (vae.WithEdgeCompletion); invalid samples stay as decoded; the paper's decoder does not do this", *f))
+		} else {
+			r.Notes = append(r.Notes, fmt.Sprintf("edge fill: the missing pairs of edge confidence at least %g added back, most confident first, while the constraint holds (vae.WithEdgeFill)", *f))
+		}
 	}
 	if o.Stochasticity != 0 {
 		r.Stochasticity = o.Stochasticity

@@ -432,8 +432,7 @@ func fillOption(set bool, fill float64, constraint, complete string) (vae.Decode
 // in errors.
 func properties(list, flagName string) (func(*graph.Graph) bool, error) {
 	var tests []func(*graph.Graph) bool
-	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
+	for _, name := range splitList(list) {
 		test, ok := propertyTests[name]
 		if !ok {
 			return nil, usagef("%s %q: want planar, connected, forest or dag, or a comma-separated list", flagName, name)
