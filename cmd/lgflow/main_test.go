@@ -14,6 +14,7 @@ import (
 
 	"lgflow/graph"
 	"lgflow/graph/datasets"
+	"lgflow/metrics"
 )
 
 // run calls the dispatcher in-process and returns its exit status and
@@ -165,6 +166,40 @@ func TestRecon(t *testing.T) {
 	code, _, errOut := run(t, "recon", "-vae", model, "-dataset", "planar", "-flow", flowFile, "-from", "1")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "perturbation times")
+}
+
+// TestReconOutput checks that recon -o writes the graphs its figures
+// describe: as many as the split has, valid in the proportion it reports.
+func TestReconOutput(t *testing.T) {
+	model := filepath.Join("..", "..", "pretrained", "planar", "vae.safetensors")
+	if _, err := os.Stat(model); err != nil {
+		t.Skip("no shipped planar model")
+	}
+	file := filepath.Join(t.TempDir(), "recon.g6")
+	code, out, errOut := run(t, "recon", "-vae", model, "-dataset", "planar", "-split", "test", "-edge-rule", "and",
+		"-edge-margin", "1.25", "-json", "-o", file)
+	require.Equal(t, 0, code, errOut)
+	var fig struct {
+		Graphs float64 `json:"graphs"`
+		Valid  float64 `json:"valid"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &fig), out)
+	gs, err := graph.ReadFile(file)
+	require.NoError(t, err)
+	require.Len(t, gs, int(fig.Graphs))
+	valid := 0
+	for _, g := range gs {
+		if metrics.IsValidPlanar(g) {
+			valid++
+		}
+	}
+	assert.InDelta(t, fig.Valid, float64(valid)/float64(len(gs)), 1e-12)
+	assert.Less(t, valid, len(gs), "some test graphs decode invalid under this rule")
+
+	for _, bad := range [][]string{{"-format", "g6"}, {"-o", "-"}, {"-o", file, "-format", "gml"}} {
+		code, _, errOut := run(t, append([]string{"recon", "-vae", model, "-dataset", "planar"}, bad...)...)
+		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
+	}
 }
 
 // TestValidityScore checks the checkpoint-selection scorers on hand-made

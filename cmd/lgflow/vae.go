@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"lgflow/flow"
+	"lgflow/graph"
 	"lgflow/graph/datasets"
+	"lgflow/graph/mol"
 	"lgflow/internal/progress"
 	"lgflow/tensor"
 	"lgflow/vae"
@@ -275,8 +277,21 @@ func runRecon(ctx context.Context, args []string) error {
 	fill := fs.Float64("fill", 0, fillUsage)
 	complete := fs.String("complete", "", "for the decoded-exact and validity figures: "+completeUsage)
 	reencode, reencodeRounds := reencodeFlags(fs)
+	outPath := fs.String("o", "", "also write the decoded graphs, in the split's order, to this file (written atomically; a .gz name is compressed)")
+	format := fs.String("format", "", "with -o: g6, nodelink or smiles (default: from the -o name, as lgflow sample)")
+	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	fmtName, err := sampleFormat(*format, *outPath)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if *outPath == "" && *format != "" {
+		return usagef("-format needs -o")
+	}
+	if *outPath == "-" {
+		return usagef("-o needs a file: standard output carries the figures")
 	}
 	rule, err := vae.ParseEdgeRule(*edgeRule)
 	if err != nil {
@@ -328,6 +343,12 @@ func runRecon(ctx context.Context, args []string) error {
 	m, err := vae.Load(*path)
 	if err != nil {
 		return err
+	}
+	var enc *mol.Encoding
+	if *outPath != "" && fmtName == formatSMILES {
+		if enc, err = molEncoding(*molName, m.Cfg); err != nil {
+			return err
+		}
 	}
 	d, err := loadPrepared(ctx, *name, *split, *dataDir, *dataSeed, 0, m.Cfg)
 	if err != nil {
@@ -386,7 +407,10 @@ func runRecon(ctx context.Context, args []string) error {
 		if *reencode > 0 {
 			out["reencode"], out["reencode_rounds"] = *reencode, *reencodeRounds
 		}
-		return json.NewEncoder(stdout).Encode(out)
+		if err := json.NewEncoder(stdout).Encode(out); err != nil {
+			return err
+		}
+		return writeRecon(*outPath, gs, fmtName, enc)
 	}
 	how := ""
 	if *noise > 0 {
@@ -416,7 +440,16 @@ func runRecon(ctx context.Context, args []string) error {
 		fmt.Fprintf(stdout, "; valid decoded graphs (edge rule %s): %.4f", rule, valid)
 	}
 	fmt.Fprintln(stdout)
-	return nil
+	return writeRecon(*outPath, gs, fmtName, enc)
+}
+
+// writeRecon writes recon's decoded graphs to path in format (nothing when
+// path is empty).
+func writeRecon(path string, gs []*graph.Graph, format string, enc *mol.Encoding) error {
+	if path == "" {
+		return nil
+	}
+	return writeSamples(path, gs, format, enc)
 }
 
 // flowRoundTrip noises per-graph latents to time from and brings them back
