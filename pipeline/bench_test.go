@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -74,6 +76,64 @@ func BenchmarkSampleScaling(b *testing.B) {
 			b.ReportMetric(sec, "s/op")
 			b.ReportMetric(rss/1e6, "peak-MB")
 			b.ReportMetric(heap/1e6, "heap-MB")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkSampleShippedPlanar256 measures what go run ./examples/planar
+// samples: 256 graphs from the shipped planar flow and expert with the
+// tuned settings (pipeline.ShippedOptions: the time grid, offsets, edge rule
+// and margin), integration and decoding, against the same settings on the
+// paper's grid of 100 uniform steps ("uniform100") in the same run. #14's
+// goal is 9 s on two threads:
+//
+//	go test -run XXX -bench SampleShippedPlanar256 -benchtime 2x ./pipeline/
+func BenchmarkSampleShippedPlanar256(b *testing.B) {
+	dir, err := PretrainedDir()
+	if err != nil {
+		b.Skip(err)
+	}
+	spec, err := Lookup("planar")
+	if err != nil {
+		b.Fatal(err)
+	}
+	flowPath := filepath.Join(dir, "planar", "flow.safetensors")
+	ae, err := vae.Load(filepath.Join(dir, "planar", "vae.safetensors"))
+	if err != nil {
+		b.Skip("no shipped planar models: ", err)
+	}
+	m, err := flow.Load(flowPath, ae)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts, _, err := ShippedOptions(spec, flowPath, ae)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		opts []flow.SampleOption
+	}{
+		{"shipped", opts},
+		{"uniform100", append(slices.Clone(opts), flow.WithSteps(100), flow.WithTimeShift(1))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			seed := uint64(0)
+			start := time.Now()
+			for b.Loop() {
+				gs, err := flow.Sample(context.Background(), m, 256, append(c.opts, flow.WithSeed(seed))...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(gs) != 256 {
+					b.Fatalf("%d graphs, want 256", len(gs))
+				}
+				seed++
+			}
+			sec := time.Since(start).Seconds() / float64(b.N)
+			b.ReportMetric(sec, "s/op")
+			b.ReportMetric(256/sec, "graphs/s")
 			b.ReportMetric(0, "ns/op")
 		})
 	}

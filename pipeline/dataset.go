@@ -158,7 +158,9 @@ var specs = map[string]Spec{
 		Fill: &planarFill,
 		// Chosen with the shipped flow and expert on the validation split
 		// (docs/results.md, "Time offsets").
-		Shipped:            ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}, EdgeRule: "and", EdgeMargin: &planarMargin},
+		// The grid (docs/results.md, "A shorter time grid"): 70 steps
+		// whose last ones are as long as 100 uniform steps' (0.01).
+		Shipped:            ShippedSampler{Steps: 70, TimeShift: 1.43, Offsets: flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}, EdgeRule: "and", EdgeMargin: &planarMargin},
 		ShippedConstrained: &ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.025, From: 0.5, Jump: -0.035}},
 		// Chosen on the validation split (docs/results.md, "Completion").
 		ShippedComplete: &ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}, EdgeRule: "and", EdgeMargin: &planarCompleteMargin},
@@ -265,6 +267,10 @@ func Lookup(name string) (Spec, error) {
 // ShippedSampler are sampler settings tuned for a dataset's shipped models
 // (Spec.Shipped). The zero value is flow.Sample's defaults.
 type ShippedSampler struct {
+	// Steps and TimeShift are the time grid: flow.WithSteps and
+	// flow.WithTimeShift (0: flow.Sample's, 100 uniform steps).
+	Steps     int
+	TimeShift float64
 	// Offsets are the denoiser's time offsets (flow.WithTimeOffsets).
 	Offsets flow.TimeOffsets
 	// EdgeRule is the decoder's edge rule, a vae.ParseEdgeRule name ("":
@@ -280,6 +286,14 @@ type ShippedSampler struct {
 func (s ShippedSampler) options() ([]flow.SampleOption, []string, error) {
 	var opts []flow.SampleOption
 	var used []string
+	if s.Steps > 0 {
+		opts = append(opts, flow.WithSteps(s.Steps))
+		used = append(used, fmt.Sprintf("%d steps", s.Steps))
+	}
+	if s.TimeShift > 0 {
+		opts = append(opts, flow.WithTimeShift(s.TimeShift))
+		used = append(used, fmt.Sprintf("time shift %g", s.TimeShift))
+	}
 	if !s.Offsets.Zero() {
 		opts = append(opts, flow.WithTimeOffsets(s.Offsets))
 		used = append(used, fmt.Sprintf("time offsets %+v", s.Offsets))

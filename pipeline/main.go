@@ -28,7 +28,9 @@ import (
 //	-vae-time -flow-time   training time budgets; -vae-steps -flow-steps
 //	-max-train N           train on the first N training graphs
 //	-n -batch -seed        samples, sampling batch, seed
-//	-steps -method -edge-rule -edge-margin -constrained -fill -reencode -temperature -final-jump
+//	-steps -time-shift     the time grid (default: the dataset's tuned one with the shipped
+//	                       models, else flow.Sample's)
+//	-method -edge-rule -edge-margin -constrained -fill -reencode -temperature -final-jump
 //	                       sampler settings (default: flow.Sample's)
 //	-expert F -expert-from T
 //	                       a data-end expert denoiser (default: the shipped one, if any)
@@ -49,7 +51,8 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.StringVar(&o.VAEPath, "vae", "", "LG-VAE checkpoint (default pretrained/<dataset>/vae.safetensors, or the one -train makes; with -train: train only the flow, on this autoencoder)")
 	fs.StringVar(&o.FlowPath, "flow", "", "LG-Flow checkpoint (default pretrained/<dataset>/flow.safetensors, or the one -train makes)")
 	fs.IntVar(&o.N, "n", 0, "graphs to sample (0: the paper's number for the dataset)")
-	fs.IntVar(&o.Steps, "steps", 0, "sampler steps (0: flow.Sample's default)")
+	fs.IntVar(&o.Steps, "steps", 0, "sampler steps (0: with the shipped flow and expert and no -time-shift, the dataset's tuned grid; else flow.Sample's default, 100)")
+	fs.Float64Var(&o.TimeShift, "time-shift", 0, "warp the time grid, t = s·u/(1+(s-1)·u): s > 1 makes the steps near the noise longer, those near the data shorter (flow.WithTimeShift; 0: with the shipped flow and expert and no -steps, the dataset's tuned grid; else uniform)")
 	fs.StringVar(&o.Method, "method", "", "integrator: euler (one denoiser pass a step) or heun (two); default: flow.Sample's, euler")
 	fs.IntVar(&o.Batch, "batch", 0, "sampling batch size (0: the dataset's default)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "sampling seed")

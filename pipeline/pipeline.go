@@ -65,8 +65,12 @@ type Options struct {
 	// flow.WithEdgeMargin's (nil: the decoder's default, the LG-VAE's own
 	// margin, or the argmax under a planarity, acyclicity or tree
 	// constraint: vae.WithEdgeMargin).
-	Steps      int
-	EdgeRule   string
+	Steps    int
+	EdgeRule string
+	// TimeShift warps the time grid (flow.WithTimeShift; 0: uniform). With
+	// Steps, it is the grid: when neither is set, a run with the shipped
+	// flow and expert takes the dataset's tuned grid (Spec.Shipped).
+	TimeShift  float64
 	EdgeMargin *float64
 	// Constrained decodes with the dataset's Spec.Constraint
 	// (vae.WithEdgeConstraint): planarity or acyclicity enforced while
@@ -157,11 +161,14 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 		batch = spec.SampleBatch
 	}
 	opts := []flow.SampleOption{flow.WithSeed(o.Seed), flow.WithBatchSize(batch)}
-	if o.Steps < 0 || o.Temperature < 0 || o.FinalJump < 0 || o.ExpertFrom < 0 {
-		return nil, fmt.Errorf("pipeline: negative sampler setting (steps %d, temperature %g, final jump %g, expert from %g)", o.Steps, o.Temperature, o.FinalJump, o.ExpertFrom)
+	if o.Steps < 0 || o.Temperature < 0 || o.FinalJump < 0 || o.ExpertFrom < 0 || o.TimeShift < 0 {
+		return nil, fmt.Errorf("pipeline: negative sampler setting (steps %d, time shift %g, temperature %g, final jump %g, expert from %g)", o.Steps, o.TimeShift, o.Temperature, o.FinalJump, o.ExpertFrom)
 	}
 	if o.Steps > 0 {
 		opts = append(opts, flow.WithSteps(o.Steps))
+	}
+	if o.TimeShift > 0 {
+		opts = append(opts, flow.WithTimeShift(o.TimeShift))
 	}
 	if o.EdgeRule != "" {
 		r, err := vae.ParseEdgeRule(o.EdgeRule)
@@ -523,6 +530,9 @@ func (o Options) shippedSettings(spec Spec) ShippedSampler {
 		tuned = *spec.ShippedComplete
 	}
 	var set ShippedSampler
+	if shipped && o.Steps == 0 && o.TimeShift == 0 {
+		set.Steps, set.TimeShift = tuned.Steps, tuned.TimeShift
+	}
 	switch {
 	case o.Offsets != nil:
 		set.Offsets = *o.Offsets

@@ -669,33 +669,41 @@ func TestShippedSettings(t *testing.T) {
 	tuned := flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}
 	con := flow.TimeOffsets{Step: 0.02, From: 0.5, Jump: -0.03}
 	comp := flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}
-	spec := Spec{Shipped: ShippedSampler{Offsets: tuned, EdgeRule: "and"}, ShippedConstrained: &ShippedSampler{Offsets: con},
+	spec := Spec{Shipped: ShippedSampler{Steps: 70, TimeShift: 1.4, Offsets: tuned, EdgeRule: "and"}, ShippedConstrained: &ShippedSampler{Offsets: con},
 		ShippedComplete: &ShippedSampler{Offsets: comp, EdgeRule: "mean"}}
 	own := flow.TimeOffsets{Jump: -0.01}
+	type grid struct {
+		steps int
+		shift float64
+	}
+	tunedGrid := grid{70, 1.4}
 	for _, c := range []struct {
 		name     string
 		o        Options
 		offsets  flow.TimeOffsets
 		edgeRule string
+		grid     grid
 	}{
-		{"shipped models", Options{}, tuned, "and"},
-		{"no expert", Options{ExpertPath: NoExpert}, flow.TimeOffsets{}, ""},
-		{"no expert, offsets given", Options{ExpertPath: NoExpert, Offsets: &own}, own, ""},
-		{"own expert", Options{ExpertPath: "e.safetensors"}, flow.TimeOffsets{}, ""},
-		{"own flow", Options{FlowPath: "f.safetensors"}, flow.TimeOffsets{}, ""},
-		{"trained here", Options{Train: true}, flow.TimeOffsets{}, ""},
-		{"shipped models, offsets given", Options{Offsets: &own}, own, "and"},
-		{"shipped models, zero offsets given", Options{Offsets: &flow.TimeOffsets{}}, flow.TimeOffsets{}, "and"},
-		{"shipped models, rule given", Options{EdgeRule: "or"}, tuned, ""},
-		{"constrained, shipped models", Options{Constrained: true}, con, ""},
-		{"constrained, offsets given", Options{Constrained: true, Offsets: &own}, own, ""},
-		{"completed, shipped models", Options{Complete: true}, comp, "mean"},
-		{"completed, rule given", Options{Complete: true, EdgeRule: "or"}, comp, ""},
-		{"completed, own flow", Options{Complete: true, FlowPath: "f.safetensors"}, flow.TimeOffsets{}, ""},
+		{"shipped models", Options{}, tuned, "and", tunedGrid},
+		{"no expert", Options{ExpertPath: NoExpert}, flow.TimeOffsets{}, "", grid{}},
+		{"no expert, offsets given", Options{ExpertPath: NoExpert, Offsets: &own}, own, "", grid{}},
+		{"own expert", Options{ExpertPath: "e.safetensors"}, flow.TimeOffsets{}, "", grid{}},
+		{"own flow", Options{FlowPath: "f.safetensors"}, flow.TimeOffsets{}, "", grid{}},
+		{"trained here", Options{Train: true}, flow.TimeOffsets{}, "", grid{}},
+		{"shipped models, offsets given", Options{Offsets: &own}, own, "and", tunedGrid},
+		{"shipped models, zero offsets given", Options{Offsets: &flow.TimeOffsets{}}, flow.TimeOffsets{}, "and", tunedGrid},
+		{"shipped models, rule given", Options{EdgeRule: "or"}, tuned, "", tunedGrid},
+		{"shipped models, steps given", Options{Steps: 100}, tuned, "and", grid{}},
+		{"shipped models, shift given", Options{TimeShift: 1}, tuned, "and", grid{}},
+		{"constrained, shipped models", Options{Constrained: true}, con, "", grid{}},
+		{"constrained, offsets given", Options{Constrained: true, Offsets: &own}, own, "", grid{}},
+		{"completed, shipped models", Options{Complete: true}, comp, "mean", grid{}},
+		{"completed, rule given", Options{Complete: true, EdgeRule: "or"}, comp, "", grid{}},
+		{"completed, own flow", Options{Complete: true, FlowPath: "f.safetensors"}, flow.TimeOffsets{}, "", grid{}},
 	} {
 		set := c.o.shippedSettings(spec)
-		if set.Offsets != c.offsets || set.EdgeRule != c.edgeRule {
-			t.Errorf("%s: %+v, %q; want %+v, %q", c.name, set.Offsets, set.EdgeRule, c.offsets, c.edgeRule)
+		if set.Offsets != c.offsets || set.EdgeRule != c.edgeRule || (grid{set.Steps, set.TimeShift}) != c.grid {
+			t.Errorf("%s: %+v, %q, grid %d/%g; want %+v, %q, grid %+v", c.name, set.Offsets, set.EdgeRule, set.Steps, set.TimeShift, c.offsets, c.edgeRule, c.grid)
 		}
 	}
 }

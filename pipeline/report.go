@@ -24,10 +24,12 @@ type Report struct {
 	SampleSeconds float64 `json:"sample_seconds"`
 	// Steps, Method, EdgeRule, EdgeMargin, Temperature and FinalJump are the sampler settings
 	// the run set; 0 and "" mean flow.Sample's defaults.
-	Steps    int    `json:"steps"`
-	Method   string `json:"method,omitempty"`
-	Seed     uint64 `json:"seed"`
-	EdgeRule string `json:"edge_rule"`
+	Steps int `json:"steps"`
+	// TimeShift is the time grid's warp (flow.WithTimeShift), if any.
+	TimeShift float64 `json:"time_shift,omitempty"`
+	Method    string  `json:"method,omitempty"`
+	Seed      uint64  `json:"seed"`
+	EdgeRule  string  `json:"edge_rule"`
 	// TimeOffsets are the denoiser's time offsets (flow.WithTimeOffsets),
 	// if any.
 	TimeOffsets *flow.TimeOffsets `json:"time_offsets,omitempty"`
@@ -96,7 +98,7 @@ type Report struct {
 }
 
 func newReport(spec Spec, o Options, n int) *Report {
-	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Steps: o.Steps, Method: o.Method, Seed: o.Seed,
+	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Steps: o.Steps, TimeShift: o.TimeShift, Method: o.Method, Seed: o.Seed,
 		EdgeMargin: o.EdgeMargin, Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
 		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained, Reencode: o.Reencode}
 	if o.Constrained {
@@ -129,6 +131,10 @@ func newReport(spec Spec, o Options, n int) *Report {
 // tuned settings (Options.shippedSettings; zero fields: none); tuned says
 // its offsets are the dataset's for the shipped models, not the run's own.
 func (r *Report) setShipped(s ShippedSampler, tuned bool) {
+	if s.Steps > 0 || s.TimeShift > 0 {
+		r.Steps, r.TimeShift = s.Steps, s.TimeShift
+		r.Notes = append(r.Notes, fmt.Sprintf("time grid: %d steps warped by t = s·u/(1+(s-1)·u), s = %g (flow.WithTimeShift: longer steps near the noise, those near the data as at 100 uniform steps), chosen on the validation split for the shipped models; the paper integrates 100 uniform steps (-steps 100 -time-shift 1)", s.Steps, s.TimeShift))
+	}
 	if t := s.Offsets; !t.Zero() {
 		r.TimeOffsets = &t
 		how := "given for this run"
@@ -280,6 +286,9 @@ func (r *Report) WriteTable(w io.Writer, spec Spec) error {
 		if r.Method == "heun" {
 			sampler += " (Heun)"
 		}
+	}
+	if r.TimeShift > 0 && r.TimeShift != 1 {
+		sampler += fmt.Sprintf(", time shift %g", r.TimeShift)
 	}
 	units := "MMD² × 1e3"
 	switch spec.Kind {

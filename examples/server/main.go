@@ -19,7 +19,9 @@
 //	        the graphs examples/planar -complete gives (models of datasets
 //	        whose samples can be completed; pipeline.CompletedOptions);
 //	        with -plain, as flow.Sample and lgflow sample do by default
-//	steps   Euler steps, 1 to -max-steps (default 100)
+//	steps   Euler steps on a uniform grid, 1 to -max-steps (default: the
+//	        model's grid: the tuned one where the model samples as its
+//	        dataset's example does, else 100 uniform steps)
 //	format  graph6 (one line per graph, the default), json (node-link
 //	        objects under "graphs"), smiles (molecule models: one canonical
 //	        SMILES per line, None where a graph is no valid molecule) or svg

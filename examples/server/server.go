@@ -142,8 +142,10 @@ type request struct {
 	N *int `json:"n"`
 	// Seed makes the sample reproducible (default 0).
 	Seed uint64 `json:"seed"`
-	// Steps is the number of integration steps (default 100, or MaxSteps
-	// if that is smaller).
+	// Steps is the number of integration steps, on a uniform grid
+	// (default: the model's grid, the tuned one of a model sampling with
+	// its dataset's settings, else flow.Sample's 100 steps; MaxSteps if
+	// that is below 100).
 	Steps *int `json:"steps"`
 	// Format is graph6 (default), json, smiles or svg.
 	Format string `json:"format"`
@@ -154,7 +156,7 @@ type job struct {
 	model  *model
 	n      int
 	seed   uint64
-	steps  int
+	steps  int // 0: the model's grid
 	format string
 }
 
@@ -184,7 +186,10 @@ func (s *server) parse(body []byte) (job, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return job{}, badRequest("invalid JSON body: data after the request object")
 	}
-	j := job{n: 1, seed: req.Seed, steps: min(100, s.lim.MaxSteps), format: formatGraph6}
+	j := job{n: 1, seed: req.Seed, format: formatGraph6}
+	if s.lim.MaxSteps < 100 {
+		j.steps = s.lim.MaxSteps
+	}
 	name := req.Model
 	if name == "" {
 		name = s.byDefault
@@ -201,9 +206,9 @@ func (s *server) parse(body []byte) (job, error) {
 	}
 	if req.Steps != nil {
 		j.steps = *req.Steps
-	}
-	if j.steps < 1 || j.steps > s.lim.MaxSteps {
-		return job{}, badRequest("steps must be between 1 and %d, got %d", s.lim.MaxSteps, j.steps)
+		if j.steps < 1 || j.steps > s.lim.MaxSteps {
+			return job{}, badRequest("steps must be between 1 and %d, got %d", s.lim.MaxSteps, j.steps)
+		}
 	}
 	if req.Format != "" {
 		j.format = req.Format
@@ -340,7 +345,11 @@ func (s *server) retryAfter() int {
 // context: flow.Sample returns as soon as it is cancelled.
 func (s *server) run(ctx context.Context, j job) ([]byte, error) {
 	s.running.Add(1)
-	opts := append(append([]flow.SampleOption(nil), j.model.opts...), flow.WithSeed(j.seed), flow.WithSteps(j.steps))
+	opts := append(append([]flow.SampleOption(nil), j.model.opts...), flow.WithSeed(j.seed))
+	if j.steps > 0 {
+		// A request's steps replace the model's grid by a uniform one.
+		opts = append(opts, flow.WithSteps(j.steps), flow.WithTimeShift(1))
+	}
 	gs, err := flow.Sample(ctx, j.model.flow, j.n, opts...)
 	s.running.Add(-1)
 	if s.onDone != nil {
@@ -365,7 +374,7 @@ func encode(w *bytes.Buffer, j job, gs []*graph.Graph) error {
 		out := struct {
 			Model  string            `json:"model"`
 			Seed   uint64            `json:"seed"`
-			Steps  int               `json:"steps"`
+			Steps  int               `json:"steps,omitempty"` // absent: the model's grid
 			Graphs []json.RawMessage `json:"graphs"`
 		}{Model: j.model.name, Seed: j.seed, Steps: j.steps, Graphs: make([]json.RawMessage, len(gs))}
 		for i, g := range gs {

@@ -541,8 +541,8 @@ func TestShippedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := models[0]
-	if len(m.settings) != 4 {
-		t.Fatalf("settings %q, want the expert, time offsets, edge rule and margin", m.settings)
+	if len(m.settings) != 6 {
+		t.Fatalf("settings %q, want the expert, steps, time shift, time offsets, edge rule and margin", m.settings)
 	}
 	o.plain = true
 	plain, err := loadModels(o)
@@ -558,6 +558,16 @@ func TestShippedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, err := flow.Sample(context.Background(), m.flow, 3, flow.WithSeed(7), flow.WithSteps(12),
+		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}),
+		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.25))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGraph6(t, body, want)
+
+	// Without steps, the request samples on the tuned grid, as examples/planar.
+	body = sampleOne(t, m, `{"n": 2, "seed": 7}`)
+	want, err = flow.Sample(context.Background(), m.flow, 2, flow.WithSeed(7), flow.WithSteps(70), flow.WithTimeShift(1.43),
 		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}),
 		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.25))
 	if err != nil {
