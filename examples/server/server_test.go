@@ -586,8 +586,8 @@ func TestCompletedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := models[0]
-	if len(m.settings) != 5 || !strings.Contains(m.settings[4], "completion") {
-		t.Fatalf("settings %q, want the expert, time offsets, edge rule, margin and completion", m.settings)
+	if len(m.settings) != 7 || !strings.Contains(m.settings[6], "completion") {
+		t.Fatalf("settings %q, want the expert, steps, time shift, time offsets, edge rule, margin and completion", m.settings)
 	}
 	body := sampleOne(t, m, `{"n": 4, "seed": 3, "steps": 12}`)
 	expert, err := flow.Load("../../pretrained/planar/flow-expert.safetensors", m.flow.VAE)
