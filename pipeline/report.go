@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -133,7 +134,10 @@ func newReport(spec Spec, o Options, n int) *Report {
 func (r *Report) setShipped(s ShippedSampler, tuned bool) {
 	if s.Steps > 0 || s.TimeShift > 0 {
 		r.Steps, r.TimeShift = s.Steps, s.TimeShift
-		r.Notes = append(r.Notes, fmt.Sprintf("time grid: %d steps warped by t = s·u/(1+(s-1)·u), s = %g (flow.WithTimeShift: longer steps near the noise, those near the data as at 100 uniform steps), chosen on the validation split for the shipped models; the paper integrates 100 uniform steps (-steps 100 -time-shift 1)", s.Steps, s.TimeShift))
+		steps, shift := cmp.Or(s.Steps, 100), cmp.Or(s.TimeShift, 1)
+		// dt/du is s at the noise and 1/s at the data.
+		r.Notes = append(r.Notes, fmt.Sprintf("time grid: %d steps warped by t = s·u/(1+(s-1)·u), s = %g (flow.WithTimeShift): steps of %.3g near the noise and %.3g near the data, chosen on the validation split for the shipped models; the paper integrates 100 uniform steps of 0.01 (-steps 100 -time-shift 1)",
+			steps, shift, shift/float64(steps), 1/(shift*float64(steps))))
 	}
 	if t := s.Offsets; !t.Zero() {
 		r.TimeOffsets = &t
