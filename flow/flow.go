@@ -150,6 +150,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("flow: SelfCondProb must be in [0, 1], got %g", c.SelfCondProb)
 	case c.LR <= 0:
 		return fmt.Errorf("flow: LR must be positive, got %g", c.LR)
+	case !(c.EMABeta >= 0 && c.EMABeta <= 1) || c.EMAAfter < 0:
+		return fmt.Errorf("flow: EMABeta must be in [0, 1] and EMAAfter not negative, got %g and %d", c.EMABeta, c.EMAAfter)
 	case c.Cooldown < 0 || c.Cooldown > c.Steps:
 		return fmt.Errorf("flow: Cooldown must be in [0, Steps = %d], got %d", c.Steps, c.Cooldown)
 	case math.IsNaN(c.TimeMean) || math.IsInf(c.TimeMean, 0):

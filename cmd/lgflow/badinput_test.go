@@ -41,6 +41,7 @@ func TestBadInput(t *testing.T) {
 		{"train-flow: -init-vae alone", []string{"train-flow", "-vae", v, "-dataset", "tree", "-init-vae", v, "-out", out}, 2, "-init-vae needs -init"},
 		{"train-flow: missing -init", []string{"train-flow", "-vae", v, "-dataset", "tree", "-init", missing, "-out", out}, 1, missing},
 		{"train-flow: unknown preset", []string{"train-flow", "-vae", v, "-dataset", "tree", "-preset", "XL", "-out", out}, 2, "XL"},
+		{"train-flow: EMA decay above 1", []string{"train-flow", "-vae", v, "-dataset", "tree", "-preset", "tiny", "-steps", "10", "-ema", "1.5", "-out", out}, 2, "EMABeta must be in [0, 1]"},
 		{"train-flow: cooldown longer than the run", []string{"train-flow", "-vae", v, "-dataset", "tree", "-preset", "tiny", "-steps", "10", "-cooldown", "11", "-out", out}, 2, "Cooldown must be in [0, Steps = 10], got 11"},
 		{"sample: no -flow", []string{"sample", "-vae", v}, 2, "need -vae and -flow"},
 		{"sample: unknown format", []string{"sample", "-vae", v, "-flow", f, "-format", "sdf"}, 2, "unknown format"},

@@ -194,7 +194,8 @@ func tinyTPU(t *testing.T) (data, vaePath string) {
 }
 
 // TestTrainFlowSplit trains a flow on another split (TPU Tile's val) and
-// checks that the dataset presets' TimeMean yields to -time-mean.
+// checks that the dataset presets' TimeMean yields to -time-mean, and the
+// EMA settings to -ema and -ema-after.
 func TestTrainFlowSplit(t *testing.T) {
 	data, v := tinyTPU(t)
 
@@ -205,9 +206,12 @@ func TestTrainFlowSplit(t *testing.T) {
 	for _, c := range []struct {
 		args     []string
 		timeMean float64
+		emaBeta  float64
+		emaAfter int
 	}{
-		{nil, 0},
-		{[]string{"-time-mean", "0.5"}, 0.5},
+		{nil, 0, 0.99, 10},
+		{[]string{"-time-mean", "0.5"}, 0.5, 0.99, 10},
+		{[]string{"-ema", "0.9", "-ema-after", "0"}, 0, 0.9, 0},
 	} {
 		out := t.TempDir()
 		args := append([]string{"train-flow", "-vae", v, "-dataset", "tpu", "-data", data, "-train-split", "val", "-preset", "tiny", "-steps", "2", "-out", out}, c.args...)
@@ -218,6 +222,8 @@ func TestTrainFlowSplit(t *testing.T) {
 		m, err := flow.Load(filepath.Join(out, flow.ModelFile), ae)
 		require.NoError(t, err)
 		assert.Equal(t, c.timeMean, m.Cfg.TimeMean)
+		assert.Equal(t, c.emaBeta, m.Cfg.EMABeta)
+		assert.Equal(t, c.emaAfter, m.Cfg.EMAAfter)
 		assert.Equal(t, 7, len(m.NodeCounts)) // trained on the six 6-node val graphs
 	}
 	cpu, err := flowPreset("tpu", "cpu", 4)
