@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -83,6 +84,10 @@ func runConvert(ctx context.Context, args []string) error {
 		opts = append(opts, safetensors.StoreAs(dt))
 	default:
 		return usagef("-dtype %q: want keep, f32, f16 or bf16", *dtype)
+	}
+	// As train-vae and train-flow do with -out, make the output's folder.
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return err
 	}
 	files, err := safetensors.SaveSharded(*out, f.Tensors, f.Metadata, limit, opts...)
 	if err != nil {

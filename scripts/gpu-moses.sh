@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# gpu-moses.sh: continue the shipped MOSES LG-Flow (DiT-T) on an NVIDIA GPU
+# and bring its EMA weights back in files small enough for a remote runner
+# (half precision, shards of at most 15 MiB).
+#
+#   scripts/gpu-moses.sh OUTDIR [train-flow flags...]
+#
+# The run starts from pretrained/moses/flow.safetensors (-init: fresh AdamW
+# moments; the EMA starts from the loaded weights) in the latent space of
+# pretrained/moses/vae.safetensors, with the recipe that made the shipped
+# flow (docs/results.md, session 21): batches of 1024, -time-mean 1,
+# -bucket-by-size, EMA 0.998, and a learning rate falling linearly from
+# 3e-4 to zero over the run. Flags after OUTDIR override it, e.g.
+# -steps 8000 -cooldown 8000 -max-time 8m. On an H200 it runs at about
+# 20 steps/s.
+#
+# Environment: LGFLOW (the lgflow binary; default: go run ./cmd/lgflow),
+# DATA (the data directory holding moses/; default ../shared/data), VAE and
+# FLOW (the starting models).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=${1:?usage: scripts/gpu-moses.sh OUTDIR [train-flow flags...]}
+shift
+lgflow=${LGFLOW:-go run ./cmd/lgflow}
+data=${DATA:-../shared/data}
+vae=${VAE:-pretrained/moses/vae.safetensors}
+flow=${FLOW:-pretrained/moses/flow.safetensors}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+mkdir -p "$out"
+# shellcheck disable=SC2086 # $lgflow may be a command with arguments
+$lgflow train-flow -vae "$vae" -dataset moses -data "$data" -device cuda -preset T -init "$flow" \
+	-time-mean 1 -bucket-by-size -val-every 0 -batch 1024 -lr 3e-4 -steps 4000 -cooldown 4000 \
+	-ema 0.998 -ema-after 0 -log-every 100 -out "$work" "$@" 2>&1 | tee "$out/train.log"
+# shellcheck disable=SC2086
+$lgflow convert -i "$work/last.safetensors" -o "$out/flow.safetensors" -dtype f16 -shard-size 15MiB
+echo "gpu-moses: join the shards here with" \
+	"lgflow convert -i $out/flow.safetensors -o flow.safetensors -dtype f16 -shard-size 64MiB"
