@@ -3,8 +3,9 @@
 // samples molecules, decodes them to SMILES and prints the MOSES metrics
 // beside the paper's.
 //
-//	go run ./examples/moses                                  # 10 + 10 minutes of training, 1000 samples
-//	go run ./examples/moses -vae-time 1h -flow-time 3h       # longer training
+//	go run ./examples/moses                                   # the shipped models, 1000 samples (~3 min)
+//	go run ./examples/moses -train                            # 10 + 10 minutes of training first
+//	go run ./examples/moses -train -vae-time 1h -flow-time 3h  # longer training
 //	go run ./examples/moses -vae pretrained/moses/vae.safetensors -flow pretrained/moses/flow.safetensors
 //
 // Without -train it uses pretrained/moses/{vae,flow}.safetensors when both
