@@ -64,14 +64,6 @@ type options struct {
 	backend                      tensor.Backend
 }
 
-// shippedTemperature is the initial-noise temperature the shipped models
-// sample at unless -temperature is given (or -constrained is): on seed 10
-// it raised validity from 35.6% to 45.1% with uniqueness and novelty at
-// 100%, higher filters and SNN, and the internal diversity of the valid
-// molecules (0.851) at the test set's level (0.848); docs/results.md,
-// session 21. Models trained here sample at 1, the paper's sampler.
-const shippedTemperature = 0.8
-
 func main() {
 	var o options
 	flag.StringVar(&o.out, "out", "out/moses", "output directory")
@@ -280,7 +272,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	rep.Models.VAE, rep.Models.Flow = vaePath, flowPath
 	if shipped := vaePath == shippedVAE && flowPath == shippedFlow; shipped && !o.temperatureSet && !o.constrained {
-		o.temperature = shippedTemperature
+		o.temperature = pipeline.ShippedMOSES.Temperature
 		rep.Temperature = o.temperature
 		note("temperature %g: the shipped models' default (chosen on seed 10; -temperature 1 for the paper's sampler)", o.temperature)
 	}

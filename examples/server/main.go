@@ -15,7 +15,9 @@
 //	        samples as that dataset's example does with its shipped models
 //	        (the data-end expert shipped beside the flow, if any, and the
 //	        tuned sampler settings, pipeline.ShippedOptions), so n = 256 and
-//	        a seed give the graphs examples/planar gives; with -complete,
+//	        a seed give the graphs examples/planar gives (a model named
+//	        moses: temperature 0.8, pipeline.ShippedMOSES, as
+//	        examples/moses samples its shipped models); with -complete,
 //	        the graphs examples/planar -complete gives (models of datasets
 //	        whose samples can be completed; pipeline.CompletedOptions);
 //	        with -plain, as flow.Sample and lgflow sample do by default
@@ -55,6 +57,7 @@ import (
 	"time"
 
 	"lgflow/flow"
+	"lgflow/graph/mol"
 	"lgflow/pipeline"
 	"lgflow/vae"
 )
@@ -192,6 +195,10 @@ func loadModels(o options) ([]*model, error) {
 				shipped = pipeline.CompletedOptions
 			}
 			if md.opts, md.settings, err = shipped(spec, sp.flow, ae); err != nil {
+				return nil, err
+			}
+		} else if sp.name == "moses" && md.mol == mol.MOSES && !o.plain {
+			if md.opts, md.settings, err = pipeline.ShippedMOSES.Options(); err != nil {
 				return nil, err
 			}
 		}

@@ -635,3 +635,32 @@ func sampleOne(t *testing.T, m *model, req string) []byte {
 	}
 	return body
 }
+
+// TestShippedMOSESSettings checks that a model named moses samples as
+// examples/moses does with the shipped models (pipeline.ShippedMOSES:
+// temperature 0.8), and with flow.Sample's defaults under -plain.
+func TestShippedMOSESSettings(t *testing.T) {
+	o := options{name: "moses", vaePath: "../../pretrained/moses/vae.safetensors", flowPath: "../../pretrained/moses/flow.safetensors"}
+	models, err := loadModels(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := models[0]
+	if len(m.settings) != 1 || m.settings[0] != "temperature 0.8" {
+		t.Fatalf("settings %q, want temperature 0.8", m.settings)
+	}
+	o.plain = true
+	plain, err := loadModels(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plain[0].opts) != 0 {
+		t.Fatalf("-plain: settings %q", plain[0].settings)
+	}
+	body := sampleOne(t, m, `{"n": 4, "seed": 7, "steps": 6}`)
+	want, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(7), flow.WithSteps(6), flow.WithTemperature(0.8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGraph6(t, body, want)
+}
