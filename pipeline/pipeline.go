@@ -16,6 +16,7 @@ import (
 	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/metrics"
+	"lgflow/safetensors"
 	"lgflow/tensor"
 	"lgflow/vae"
 )
@@ -483,7 +484,7 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 		if p == "" {
 			continue
 		}
-		if _, err := os.Stat(p); err != nil {
+		if _, err := safetensors.Stat(p); err != nil {
 			return "", "", fmt.Errorf("pipeline: %w (run with -train to train models)", err)
 		}
 	}
@@ -496,13 +497,13 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 	}
 	if vaePath == "" {
 		vaePath = filepath.Join(dir, spec.Name, vae.ModelFile)
-		if _, err := os.Stat(vaePath); err != nil {
+		if _, err := safetensors.Stat(vaePath); err != nil {
 			return "", "", &MissingModelError{Dataset: spec.Name, Path: vaePath, What: "LG-VAE"}
 		}
 	}
 	if flowPath == "" {
 		flowPath = filepath.Join(dir, spec.Name, flow.ModelFile)
-		if _, err := os.Stat(flowPath); err != nil {
+		if _, err := safetensors.Stat(flowPath); err != nil {
 			return "", "", &MissingModelError{Dataset: spec.Name, Path: flowPath, What: "LG-Flow", VAE: vaePath}
 		}
 	}
@@ -561,12 +562,12 @@ func (o Options) expert(spec Spec, flowPath string) (string, error) {
 			return "", nil
 		}
 		p := filepath.Join(filepath.Dir(flowPath), ExpertFile)
-		if _, err := os.Stat(p); err != nil {
+		if _, err := safetensors.Stat(p); err != nil {
 			return "", nil
 		}
 		return p, nil
 	}
-	if _, err := os.Stat(o.ExpertPath); err != nil {
+	if _, err := safetensors.Stat(o.ExpertPath); err != nil {
 		return "", fmt.Errorf("pipeline: expert denoiser: %w", err)
 	}
 	return o.ExpertPath, nil

@@ -184,7 +184,8 @@ func TestRunTrainFlowOnly(t *testing.T) {
 func TestShippedModels(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("LGFLOW_PRETRAINED", dir)
-	for _, p := range []string{"full/vae.safetensors", "full/flow.safetensors", "half/vae.safetensors"} {
+	for _, p := range []string{"full/vae.safetensors", "full/flow.safetensors", "half/vae.safetensors",
+		"sharded/vae.safetensors", "sharded/flow.safetensors.index.json"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -200,6 +201,8 @@ func TestShippedModels(t *testing.T) {
 	}{
 		{"both shipped", "full", "", "", "full/vae.safetensors", "full/flow.safetensors", ""},
 		{"own autoencoder, shipped flow", "full", own, "", "full/vae.safetensors", "full/flow.safetensors", ""},
+		{"sharded flow", "sharded", "", "", "sharded/vae.safetensors", "sharded/flow.safetensors", ""},
+		{"own sharded flow", "full", "", filepath.Join(dir, "sharded", "flow.safetensors"), "full/vae.safetensors", "sharded/flow.safetensors", ""},
 		{"no flow", "half", "", "", "", "", "no LG-Flow is shipped for half"},
 		{"no flow names the flow-only way", "half", "", "", "", "", "-train -vae " + filepath.Join(dir, "half", "vae.safetensors")},
 		{"nothing", "none", "", "", "", "", "no LG-VAE is shipped for none"},

@@ -151,6 +151,21 @@ func removeShards(dir, stem string, keep map[string]bool) {
 	}
 }
 
+// Stat is os.Stat for a checkpoint in any of the forms LoadModel reads:
+// when path does not exist but path+".index.json" (a sharded checkpoint's
+// index) does, it returns that file's information. Otherwise it returns
+// os.Stat(path), whose error names path.
+func Stat(path string) (os.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if err == nil || !errors.Is(err, os.ErrNotExist) || strings.HasSuffix(path, IndexSuffix) {
+		return fi, err
+	}
+	if ifi, ierr := os.Stat(path + IndexSuffix); ierr == nil {
+		return ifi, nil
+	}
+	return fi, err
+}
+
 // LoadModel reads a checkpoint in any of the forms this package writes,
 // with half-precision tensors as float32 (HalfToFloat32, plus opts):
 //

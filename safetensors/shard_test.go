@@ -312,3 +312,35 @@ func TestLoadModelErrors(t *testing.T) {
 		t.Errorf("no checkpoint: %v", err)
 	}
 }
+
+// TestStat checks that Stat finds a checkpoint as LoadModel does: the
+// file itself, else the shard index beside it, and otherwise fails as
+// os.Stat(path) does.
+func TestStat(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"whole.safetensors", "sharded.safetensors.index.json"} {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		path, want string // want: the file found ("": an error naming path)
+	}{
+		{"whole.safetensors", "whole.safetensors"},
+		{"sharded.safetensors", "sharded.safetensors.index.json"},
+		{"sharded.safetensors.index.json", "sharded.safetensors.index.json"},
+		{"missing.safetensors", ""},
+		{"missing.safetensors.index.json", ""},
+	} {
+		fi, err := Stat(filepath.Join(dir, c.path))
+		if c.want == "" {
+			if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), c.path) {
+				t.Errorf("Stat(%s): %v, want a not-exist error naming it", c.path, err)
+			}
+			continue
+		}
+		if err != nil || fi.Name() != c.want {
+			t.Errorf("Stat(%s) = %v, %v; want %s", c.path, fi, err, c.want)
+		}
+	}
+}

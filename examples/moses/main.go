@@ -44,6 +44,7 @@ import (
 	"lgflow/graph/mol"
 	"lgflow/metrics/moses"
 	"lgflow/pipeline"
+	"lgflow/safetensors"
 	"lgflow/tensor"
 	"lgflow/vae"
 )
@@ -449,8 +450,10 @@ func printTable(w io.Writer, r Report) {
 	fmt.Fprintln(w, "FCD: n/a (needs the ChemNet weights, not available). The paper trained on the full MOSES train split (1.6 M molecules) on GPUs.")
 }
 
+// exists reports whether path holds a checkpoint (a file, or a sharded
+// checkpoint's index beside it).
 func exists(path string) bool {
-	_, err := os.Stat(path)
+	_, err := safetensors.Stat(path)
 	return err == nil
 }
 
