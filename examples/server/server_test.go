@@ -535,22 +535,9 @@ func running(t *testing.T, url string) float64 {
 // with the dataset's shipped expert and tuned settings, as
 // examples/planar does, and with flow.Sample's defaults under -plain.
 func TestShippedSettings(t *testing.T) {
-	o := options{name: "planar", vaePath: "../../pretrained/planar/vae.safetensors", flowPath: "../../pretrained/planar/flow.safetensors"}
-	models, err := loadModels(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := models[0]
+	m := loadShipped(t, "planar")
 	if len(m.settings) != 6 {
 		t.Fatalf("settings %q, want the expert, steps, time shift, time offsets, edge rule and margin", m.settings)
-	}
-	o.plain = true
-	plain, err := loadModels(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(plain[0].opts) != 0 {
-		t.Fatalf("-plain: settings %q", plain[0].settings)
 	}
 	body := sampleOne(t, m, `{"n": 3, "seed": 7, "steps": 12}`)
 	expert, err := flow.Load("../../pretrained/planar/flow-expert.safetensors", m.flow.VAE)
@@ -640,14 +627,28 @@ func sampleOne(t *testing.T, m *model, req string) []byte {
 // examples/moses does with the shipped models (pipeline.ShippedMOSES:
 // temperature 0.8), and with flow.Sample's defaults under -plain.
 func TestShippedMOSESSettings(t *testing.T) {
-	o := options{name: "moses", vaePath: "../../pretrained/moses/vae.safetensors", flowPath: "../../pretrained/moses/flow.safetensors"}
-	models, err := loadModels(o)
+	m := loadShipped(t, "moses")
+	if len(m.settings) != 1 || m.settings[0] != "temperature 0.8" {
+		t.Fatalf("settings %q, want temperature 0.8", m.settings)
+	}
+	body := sampleOne(t, m, `{"n": 4, "seed": 7, "steps": 6}`)
+	want, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(7), flow.WithSteps(6), flow.WithTemperature(0.8))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := models[0]
-	if len(m.settings) != 1 || m.settings[0] != "temperature 0.8" {
-		t.Fatalf("settings %q, want temperature 0.8", m.settings)
+	checkGraph6(t, body, want)
+}
+
+// loadShipped loads the shipped models of a dataset as the server does
+// for a model of that name, and checks that under -plain they sample with
+// flow.Sample's defaults.
+func loadShipped(t *testing.T, name string) *model {
+	t.Helper()
+	dir := "../../pretrained/" + name
+	o := options{name: name, vaePath: dir + "/vae.safetensors", flowPath: dir + "/flow.safetensors"}
+	models, err := loadModels(o)
+	if err != nil {
+		t.Fatal(err)
 	}
 	o.plain = true
 	plain, err := loadModels(o)
@@ -657,10 +658,5 @@ func TestShippedMOSESSettings(t *testing.T) {
 	if len(plain[0].opts) != 0 {
 		t.Fatalf("-plain: settings %q", plain[0].settings)
 	}
-	body := sampleOne(t, m, `{"n": 4, "seed": 7, "steps": 6}`)
-	want, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(7), flow.WithSteps(6), flow.WithTemperature(0.8))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkGraph6(t, body, want)
+	return models[0]
 }
