@@ -1,13 +1,12 @@
 package flow_test
 
 import (
-	"context"
 	"runtime"
 	"testing"
-	"time"
 
 	"lgflow/flow"
 	"lgflow/internal/peakmem"
+	"lgflow/internal/samplebench"
 	"lgflow/vae"
 )
 
@@ -34,23 +33,9 @@ func BenchmarkSamplePlanar256(b *testing.B) {
 	}
 	runtime.GC()
 	peak := peakmem.Start()
-	start := time.Now()
-	seed := uint64(0)
-	for b.Loop() {
-		gs, err := flow.Sample(context.Background(), m, 256, flow.WithSeed(seed))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(gs) != 256 {
-			b.Fatalf("%d graphs, want 256", len(gs))
-		}
-		seed++
-	}
-	sec := time.Since(start).Seconds() / float64(b.N)
+	sec := samplebench.Run(b, m, 256)
 	rss, goMem := peak.Stop()
 	b.ReportMetric(rss/1e6, "peak-MB")
 	b.ReportMetric(goMem/1e6, "peak-go-MB")
-	b.ReportMetric(256/sec, "graphs/s")
-	b.ReportMetric(sec, "s/op")
-	b.ReportMetric(0, "ns/op")
+	samplebench.Report(b, sec, 256)
 }

@@ -12,6 +12,7 @@ import (
 	"lgflow/dit"
 	"lgflow/flow"
 	"lgflow/internal/peakmem"
+	"lgflow/internal/samplebench"
 	"lgflow/tensor"
 	"lgflow/vae"
 )
@@ -119,22 +120,7 @@ func BenchmarkSampleShippedPlanar256(b *testing.B) {
 		{"uniform100", append(slices.Clone(opts), flow.WithSteps(100), flow.WithTimeShift(1))},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			seed := uint64(0)
-			start := time.Now()
-			for b.Loop() {
-				gs, err := flow.Sample(context.Background(), m, 256, append(c.opts, flow.WithSeed(seed))...)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(gs) != 256 {
-					b.Fatalf("%d graphs, want 256", len(gs))
-				}
-				seed++
-			}
-			sec := time.Since(start).Seconds() / float64(b.N)
-			b.ReportMetric(sec, "s/op")
-			b.ReportMetric(256/sec, "graphs/s")
-			b.ReportMetric(0, "ns/op")
+			samplebench.Report(b, samplebench.Run(b, m, 256, c.opts...), 256)
 		})
 	}
 }

@@ -295,11 +295,7 @@ var ShippedMOSES = ShippedSampler{Temperature: 0.8}
 
 // Options returns the sampler options of the settings and, for logs and
 // reports, what each one is.
-func (s ShippedSampler) Options() ([]flow.SampleOption, []string, error) { return s.options() }
-
-// options returns the sampler options of the settings and, for logs and
-// reports, what each one is.
-func (s ShippedSampler) options() ([]flow.SampleOption, []string, error) {
+func (s ShippedSampler) Options() ([]flow.SampleOption, []string, error) {
 	var opts []flow.SampleOption
 	var used []string
 	if s.Steps > 0 {

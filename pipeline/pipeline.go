@@ -369,7 +369,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.setExpert(expertPath, from)
 	}
 	set := o.shippedSettings(spec)
-	setOpts, _, err := set.options()
+	setOpts, _, err := set.Options()
 	if err != nil {
 		return nil, err
 	}
@@ -646,7 +646,7 @@ func CompletedOptions(spec Spec, flowPath string, ae *vae.Model) ([]flow.SampleO
 // shippedOptions returns the options of ShippedOptions for a run with
 // options o (which select the tuned settings).
 func shippedOptions(o Options, spec Spec, flowPath string, ae *vae.Model) ([]flow.SampleOption, []string, error) {
-	opts, used, err := o.shippedSettings(spec).options()
+	opts, used, err := o.shippedSettings(spec).Options()
 	if err != nil {
 		return nil, nil, err
 	}

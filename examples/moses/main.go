@@ -209,13 +209,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 
 	vaePath, flowPath := o.vaePath, o.flowPath
-	var shippedVAE, shippedFlow string
+	shipped := false // the models are pretrained/moses's
 	if vaePath == "" && !o.train {
 		if dir, err := pipeline.PretrainedDir(); err == nil {
 			v, f := filepath.Join(dir, "moses", "vae.safetensors"), filepath.Join(dir, "moses", "flow.safetensors")
 			if exists(v) && exists(f) {
-				vaePath, flowPath = v, f
-				shippedVAE, shippedFlow = v, f
+				vaePath, flowPath, shipped = v, f, true
 			}
 		}
 	}
@@ -272,7 +271,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep.Models.VAE, rep.Models.Flow = vaePath, flowPath
-	if shipped := vaePath == shippedVAE && flowPath == shippedFlow; shipped && !o.temperatureSet && !o.constrained {
+	if shipped && !o.temperatureSet && !o.constrained {
 		o.temperature = pipeline.ShippedMOSES.Temperature
 		rep.Temperature = o.temperature
 		note("temperature %g: the shipped models' default (chosen on seed 10; -temperature 1 for the paper's sampler)", o.temperature)
