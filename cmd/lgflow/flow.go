@@ -29,7 +29,8 @@ func init() {
 
 // validityScore returns the fraction-of-valid-graphs scorer used to pick the
 // best flow checkpoint (for "moses": graphs that decode to a valid
-// molecule), or nil for datasets without a validity notion.
+// molecule, with the tools' default [nH] inference), or nil for datasets
+// without a validity notion.
 func validityScore(dataset string) func([]*graph.Graph) float64 {
 	var valid func(*graph.Graph) bool
 	switch dataset {
@@ -41,7 +42,7 @@ func validityScore(dataset string) func([]*graph.Graph) float64 {
 		valid = metrics.IsValidDAG
 	case "moses":
 		valid = func(g *graph.Graph) bool {
-			_, err := mol.MOSES.DecodeDatasetGraph(g)
+			_, err := mol.MOSES.DecodeDatasetGraph(g, mol.InferAromaticNH(mol.DefaultInferNH))
 			return err == nil
 		}
 	default:
@@ -292,6 +293,7 @@ func runSample(ctx context.Context, args []string) error {
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
+	inferNH := inferNHFlag(fs)
 	device := fs.String("device", "cpu", "where the denoiser runs: cpu or cuda (the LG-VAE decodes on the CPU)")
 	experts := addExpertFlags(fs, "")
 	offsets := addOffsetFlags(fs)
@@ -390,7 +392,7 @@ func runSample(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return writeSamples(*out, gs, fmtName, enc)
+	return writeSamples(*out, gs, fmtName, enc, mol.InferAromaticNH(*inferNH))
 }
 
 // constraintUsage documents -constraint (sample, recon).

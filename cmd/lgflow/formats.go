@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -73,8 +74,8 @@ func molEncoding(name string, cfg vae.Config) (*mol.Encoding, error) {
 // writeSamples writes gs in the format to path ("-": standard output),
 // atomically, gzip-compressed when the name ends in .gz. For SMILES every
 // graph becomes its molecule's canonical SMILES (largest fragment,
-// sanitised), or "None" when it is no valid molecule.
-func writeSamples(path string, gs []*graph.Graph, format string, enc *mol.Encoding) error {
+// sanitised, decoded with opts), or "None" when it is no valid molecule.
+func writeSamples(path string, gs []*graph.Graph, format string, enc *mol.Encoding, opts ...mol.DecodeOption) error {
 	write := func(w io.Writer) error {
 		switch format {
 		case formatNodeLink:
@@ -82,7 +83,7 @@ func writeSamples(path string, gs []*graph.Graph, format string, enc *mol.Encodi
 		case formatSMILES:
 			var b strings.Builder
 			for _, g := range gs {
-				s, err := enc.DecodeDatasetGraph(g)
+				s, err := enc.DecodeDatasetGraph(g, opts...)
 				if err != nil {
 					s = "None"
 				}
@@ -232,4 +233,10 @@ func pctOrNA(v float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f", 100*v)
+}
+
+// inferNHFlag defines -infer-nh, the mol.InferAromaticNH bound SMILES are
+// decoded with.
+func inferNHFlag(fs *flag.FlagSet) *int {
+	return fs.Int("infer-nh", mol.DefaultInferNH, "with -format smiles: read up to N aromatic nitrogens as [nH] where a molecule cannot be kekulised otherwise, since the encoding carries no hydrogens (mol.InferAromaticNH; 0: the paper's decoding, which loses 10% of MOSES's own molecules)")
 }

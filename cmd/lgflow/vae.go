@@ -280,6 +280,7 @@ func runRecon(ctx context.Context, args []string) error {
 	outPath := fs.String("o", "", "also write the decoded graphs, in the split's order, to this file (written atomically; a .gz name is compressed)")
 	format := fs.String("format", "", "with -o: g6, nodelink or smiles (default: from the -o name, as lgflow sample)")
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
+	inferNH := inferNHFlag(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -410,7 +411,7 @@ func runRecon(ctx context.Context, args []string) error {
 		if err := json.NewEncoder(stdout).Encode(out); err != nil {
 			return err
 		}
-		return writeRecon(*outPath, gs, fmtName, enc)
+		return writeRecon(*outPath, gs, fmtName, enc, mol.InferAromaticNH(*inferNH))
 	}
 	how := ""
 	if *noise > 0 {
@@ -440,16 +441,16 @@ func runRecon(ctx context.Context, args []string) error {
 		fmt.Fprintf(stdout, "; valid decoded graphs (edge rule %s): %.4f", rule, valid)
 	}
 	fmt.Fprintln(stdout)
-	return writeRecon(*outPath, gs, fmtName, enc)
+	return writeRecon(*outPath, gs, fmtName, enc, mol.InferAromaticNH(*inferNH))
 }
 
 // writeRecon writes recon's decoded graphs to path in format (nothing when
 // path is empty).
-func writeRecon(path string, gs []*graph.Graph, format string, enc *mol.Encoding) error {
+func writeRecon(path string, gs []*graph.Graph, format string, enc *mol.Encoding, opts ...mol.DecodeOption) error {
 	if path == "" {
 		return nil
 	}
-	return writeSamples(path, gs, format, enc)
+	return writeSamples(path, gs, format, enc, opts...)
 }
 
 // flowRoundTrip noises per-graph latents to time from and brings them back

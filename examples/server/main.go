@@ -26,7 +26,8 @@
 //	        dataset's example does, else 100 uniform steps)
 //	format  graph6 (one line per graph, the default), json (node-link
 //	        objects under "graphs"), smiles (molecule models: one canonical
-//	        SMILES per line, None where a graph is no valid molecule) or svg
+//	        SMILES per line, None where a graph is no valid molecule;
+//	        aromatic N read as [nH] where needed, -infer-nh) or svg
 //
 // Bad input gets 400 with {"error": "..."}; a body over -max-body bytes
 // 413. At most -slots sampling calls run at once (default: one per CPU
@@ -73,6 +74,9 @@ type options struct {
 	// complete completes the valid samples of the models whose dataset
 	// allows it (pipeline.CompletedOptions).
 	complete bool
+	// inferNH is the mol.InferAromaticNH bound molecule models decode
+	// SMILES with.
+	inferNH int
 }
 
 func main() {
@@ -84,6 +88,7 @@ func main() {
 	flag.StringVar(&o.models, "models", "", "more models, name=DIR,... where DIR holds vae.safetensors and flow.safetensors (e.g. moses=pretrained/moses)")
 	flag.BoolVar(&o.complete, "complete", false, "models named after a dataset whose samples can be completed (planar) complete their valid samples, as examples/planar -complete (pipeline.CompletedOptions; not the paper's decoder)")
 	flag.BoolVar(&o.plain, "plain", false, "sample with flow.Sample's defaults (the flow alone, the paper's sampler) instead of a named dataset's shipped expert and tuned settings (pipeline.ShippedOptions)")
+	flag.IntVar(&o.inferNH, "infer-nh", mol.DefaultInferNH, "molecule models: read up to N aromatic nitrogens as [nH] where a molecule cannot be kekulised otherwise, since the encoding carries no hydrogens (mol.InferAromaticNH; 0: the paper's decoding)")
 	flag.IntVar(&o.lim.MaxN, "max-n", o.lim.MaxN, "most graphs per request")
 	flag.IntVar(&o.lim.MaxSteps, "max-steps", o.lim.MaxSteps, "most integration steps per request")
 	flag.Int64Var(&o.lim.MaxBody, "max-body", o.lim.MaxBody, "largest request body in bytes")
@@ -188,7 +193,7 @@ func loadModels(o options) ([]*model, error) {
 		if err != nil {
 			return nil, hint(err)
 		}
-		md := newModel(sp.name, fm)
+		md := newModel(sp.name, fm, o.inferNH)
 		if spec, err := pipeline.Lookup(sp.name); err == nil && !o.plain {
 			shipped := pipeline.ShippedOptions
 			if o.complete && spec.CanComplete() {

@@ -40,19 +40,23 @@ type model struct {
 	opts     []flow.SampleOption
 	settings []string
 	// mol is the molecule encoding the LG-VAE's node and edge classes
-	// match (nil for plain graphs): it turns sampled graphs into SMILES.
-	mol *mol.Encoding
+	// match (nil for plain graphs): it turns sampled graphs into SMILES,
+	// with the decode options molOpts.
+	mol     *mol.Encoding
+	molOpts []mol.DecodeOption
 }
 
 // newModel names m and finds its molecule encoding, if any: an LG-VAE
 // with an encoding's atom types as node classes and its bond types as edge
-// classes samples molecules of that encoding.
-func newModel(name string, m *flow.Model) *model {
+// classes samples molecules of that encoding, decoded with inferNH
+// (mol.InferAromaticNH; 0: the paper's decoding).
+func newModel(name string, m *flow.Model, inferNH int) *model {
 	md := &model{name: name, flow: m}
 	c := m.VAE.Cfg
 	for _, e := range []*mol.Encoding{mol.MOSES, mol.GuacaMol} {
 		if !c.Directed && c.NodeClasses == e.NumAtomTypes() && c.EdgeClasses+1 == e.NumBondTypes() {
 			md.mol = e
+			md.molOpts = []mol.DecodeOption{mol.InferAromaticNH(inferNH)}
 			break
 		}
 	}
@@ -387,7 +391,7 @@ func encode(w *bytes.Buffer, j job, gs []*graph.Graph) error {
 		return json.NewEncoder(w).Encode(out)
 	case formatSMILES:
 		for _, g := range gs {
-			s, err := j.model.mol.DecodeDatasetGraph(g)
+			s, err := j.model.mol.DecodeDatasetGraph(g, j.model.molOpts...)
 			if err != nil {
 				s = "None"
 			}

@@ -43,7 +43,7 @@ func testModels(t testing.TB) (planar, moses *model) {
 			if err != nil {
 				return nil, err
 			}
-			return newModel(name, fm), nil
+			return newModel(name, fm, mol.DefaultInferNH), nil
 		}
 		if planarModel, errLoadModel = load("planar"); errLoadModel == nil {
 			mosesModel, errLoadModel = load("moses")
@@ -271,7 +271,7 @@ func checkSMILES(t *testing.T, body []byte, want []*graph.Graph) {
 		t.Fatalf("%d lines, want %d: %q", len(lines), len(want), body)
 	}
 	for i, l := range lines {
-		s, err := mol.MOSES.DecodeDatasetGraph(want[i])
+		s, err := mol.MOSES.DecodeDatasetGraph(want[i], mol.InferAromaticNH(mol.DefaultInferNH))
 		if err != nil {
 			s = "None"
 		}

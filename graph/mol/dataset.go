@@ -272,12 +272,12 @@ func (e *Encoding) ToDatasetGraph(m *Mol) (*graph.Graph, error) {
 // DecodeDatasetGraph decodes a graph whose edge labels are bond types 0..3
 // (ToDatasetGraph's convention, and that of graphs decoded by an LG-VAE
 // trained on the "moses" dataset) into canonical SMILES as Decode does:
-// largest fragment, sanitised. g is not modified.
-func (e *Encoding) DecodeDatasetGraph(g *graph.Graph) (string, error) {
+// largest fragment, sanitised, with the same options. g is not modified.
+func (e *Encoding) DecodeDatasetGraph(g *graph.Graph, opts ...DecodeOption) (string, error) {
 	if g.Directed() {
 		return "", fmt.Errorf("mol: DecodeDatasetGraph needs an undirected graph")
 	}
-	return e.Decode(shiftEdgeLabels(g, +1))
+	return e.Decode(shiftEdgeLabels(g, +1), opts...)
 }
 
 // shiftEdgeLabels returns a copy of the undirected graph g with every edge

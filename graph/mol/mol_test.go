@@ -316,6 +316,23 @@ func ExampleEncoding_Decode() {
 	// Output: CCO <nil>
 }
 
+func ExampleInferAromaticNH() {
+	// pyrrole as a MOSES graph: four C and one N in an aromatic ring; the
+	// graph does not say which atom bears the ring's hydrogen
+	g := graph.New(5)
+	g.NodeLabels = []int{0, 0, 0, 0, 1}
+	for i := range 5 {
+		g.AddLabeledEdge(i, (i+1)%5, int(Aromatic))
+	}
+	_, err := MOSES.Decode(g)
+	fmt.Println(err)
+	s, err := MOSES.Decode(g, InferAromaticNH(1))
+	fmt.Println(s, err)
+	// Output:
+	// Can't kekulize mol.  Unkekulized atoms: 4
+	// c1cc[nH]c1 <nil>
+}
+
 func ExampleMol_MorganFingerprint() {
 	a, _ := ParseSMILES("c1ccccc1O")
 	b, _ := ParseSMILES("c1ccccc1N")

@@ -8,7 +8,8 @@ const datasetAromatic = 3
 
 // RepairAromaticity reads the aromatic bonds of the dataset graph g
 // (ToDatasetGraph's labels) that keep it from being a molecule as single
-// bonds, and reports whether the result decodes (DecodeDatasetGraph). g is
+// bonds, and reports whether the result decodes (DecodeDatasetGraph with
+// opts). g is
 // returned unchanged when it decodes as it is. Otherwise, first every
 // aromatic bond on no ring (a bridge: aromaticity needs a ring) becomes
 // single; then, while the graph does not decode, one aromatic system (a
@@ -22,8 +23,8 @@ const datasetAromatic = 3
 // evaluation, and figures measured with it must say so. Failures other
 // than aromaticity (valence, charges) are not repaired: the result then
 // does not decode and ok is false. g is never modified.
-func (e *Encoding) RepairAromaticity(g *graph.Graph) (repaired *graph.Graph, ok bool) {
-	if _, err := e.DecodeDatasetGraph(g); err == nil {
+func (e *Encoding) RepairAromaticity(g *graph.Graph, opts ...DecodeOption) (repaired *graph.Graph, ok bool) {
+	if _, err := e.DecodeDatasetGraph(g, opts...); err == nil {
 		return g, true
 	}
 	if g.Directed() {
@@ -36,7 +37,7 @@ func (e *Encoding) RepairAromaticity(g *graph.Graph) (repaired *graph.Graph, ok 
 		}
 		return ed.Label
 	})
-	if _, err := e.DecodeDatasetGraph(h); err == nil {
+	if _, err := e.DecodeDatasetGraph(h, opts...); err == nil {
 		return h, true
 	}
 	system, n := aromaticSystems(h)
@@ -58,7 +59,7 @@ func (e *Encoding) RepairAromaticity(g *graph.Graph) (repaired *graph.Graph, ok 
 			if first < 0 {
 				first = s
 			}
-			if try := demote(s); e.decodes(try) {
+			if try := demote(s); e.decodes(try, opts) {
 				return try, true
 			}
 		}
@@ -67,8 +68,8 @@ func (e *Encoding) RepairAromaticity(g *graph.Graph) (repaired *graph.Graph, ok 
 	return demote(-1), false
 }
 
-func (e *Encoding) decodes(g *graph.Graph) bool {
-	_, err := e.DecodeDatasetGraph(g)
+func (e *Encoding) decodes(g *graph.Graph, opts []DecodeOption) bool {
+	_, err := e.DecodeDatasetGraph(g, opts...)
 	return err == nil
 }
 
