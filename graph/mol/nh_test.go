@@ -60,3 +60,47 @@ func TestInferAromaticNH(t *testing.T) {
 		t.Errorf("aromatic cyclopentadiene decoded as %q", s)
 	}
 }
+
+// FuzzInferAromaticNH decodes small labelled graphs built from the input
+// with and without InferAromaticNH. The option may only act where the
+// reference's decoding fails to kekulise: a graph that decodes without it
+// decodes to the same SMILES with it, and one it saves failed
+// kekulisation before. Decoding is deterministic.
+func FuzzInferAromaticNH(f *testing.F) {
+	f.Add([]byte{5, 0, 0, 0, 0, 1, 0, 1, 3, 1, 2, 3, 2, 3, 3, 3, 4, 3, 4, 0, 3})
+	f.Add([]byte{3, 0, 3, 1, 0, 1, 0, 1, 2, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 1 {
+			return
+		}
+		n := int(data[0])%12 + 1
+		if len(data) < 1+n {
+			return
+		}
+		g := graph.New(n)
+		g.NodeLabels = make([]int, n)
+		for i := range n {
+			g.NodeLabels[i] = int(data[1+i]) % MOSES.NumAtomTypes()
+		}
+		for rest := data[1+n:]; len(rest) >= 3; rest = rest[3:] {
+			a, b := int(rest[0])%n, int(rest[1])%n
+			if a == b || g.HasEdge(a, b) {
+				continue
+			}
+			g.AddLabeledEdge(a, b, int(rest[2])%4+1)
+		}
+		plain, perr := MOSES.Decode(g)
+		nh, nerr := MOSES.Decode(g, InferAromaticNH(2))
+		again, aerr := MOSES.Decode(g, InferAromaticNH(2))
+		if nh != again || (nerr == nil) != (aerr == nil) {
+			t.Fatalf("not deterministic: %q, %v then %q, %v", nh, nerr, again, aerr)
+		}
+		if perr == nil && (nerr != nil || nh != plain) {
+			t.Fatalf("decodes as %q without the option, as %q, %v with it", plain, nh, nerr)
+		}
+		var se *SanitizeError
+		if perr != nil && nerr == nil && (!errors.As(perr, &se) || se.Kind != KekulizeError) {
+			t.Fatalf("saved %q from %v, not a kekulisation error", nh, perr)
+		}
+	})
+}
