@@ -28,10 +28,10 @@ func init() {
 }
 
 // validityScore returns the fraction-of-valid-graphs scorer used to pick the
-// best flow checkpoint (for "moses": graphs that decode to a valid
-// molecule, with the tools' default [nH] inference), or nil for datasets
-// without a validity notion.
-func validityScore(dataset string) func([]*graph.Graph) float64 {
+// best flow checkpoint and reported by recon (for "moses": graphs that
+// decode to a valid molecule with molOpts), or nil for datasets without a
+// validity notion.
+func validityScore(dataset string, molOpts ...mol.DecodeOption) func([]*graph.Graph) float64 {
 	var valid func(*graph.Graph) bool
 	switch dataset {
 	case "planar", "planar-128", "planar-256", "planar-512":
@@ -42,7 +42,7 @@ func validityScore(dataset string) func([]*graph.Graph) float64 {
 		valid = metrics.IsValidDAG
 	case "moses":
 		valid = func(g *graph.Graph) bool {
-			_, err := mol.MOSES.DecodeDatasetGraph(g, mol.InferAromaticNH(mol.DefaultInferNH))
+			_, err := mol.MOSES.DecodeDatasetGraph(g, molOpts...)
 			return err == nil
 		}
 	default:
@@ -218,7 +218,7 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Init: init, Score: validityScore(*name), Backend: backend,
+	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Init: init, Score: validityScore(*name, mol.InferAromaticNH(mol.DefaultInferNH)), Backend: backend,
 		LogEvery: *logEvery, MaxDuration: *maxTime,
 		Path: path, PathOffsets: flow.TimeOffsets{Step: *pathStepOffset, From: *pathStepOffsetFrom},
 		Progress: func(p flow.Progress) {

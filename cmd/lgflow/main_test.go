@@ -14,6 +14,7 @@ import (
 
 	"lgflow/graph"
 	"lgflow/graph/datasets"
+	"lgflow/graph/mol"
 	"lgflow/metrics"
 )
 
@@ -204,7 +205,8 @@ func TestReconOutput(t *testing.T) {
 
 // TestValidityScore checks the checkpoint-selection scorers on hand-made
 // graphs: a planar/non-planar pair and a valid/over-valent molecule pair
-// (MOSES labels: atom type 0 = C, 3 = O; bond label 0 = single).
+// (MOSES labels: atom type 0 = C, 1 = N, 3 = O; bond label 0 = single, 3 =
+// aromatic), and pyrrole, which needs [nH] inference.
 func TestValidityScore(t *testing.T) {
 	k5 := graph.New(5)
 	for i := range 5 {
@@ -228,5 +230,13 @@ func TestValidityScore(t *testing.T) {
 		penta.AddEdge(0, i)
 	}
 	assert.Equal(t, 0.5, validityScore("moses")([]*graph.Graph{ethanol, penta}))
+	pyrrole := graph.New(5)
+	pyrrole.NodeLabels = []int{0, 0, 0, 0, 1}
+	for i := range 5 {
+		pyrrole.AddLabeledEdge(i, (i+1)%5, 3)
+	}
+	mols := []*graph.Graph{ethanol, penta, pyrrole}
+	assert.InDelta(t, 1.0/3, validityScore("moses")(mols), 1e-12)
+	assert.InDelta(t, 2.0/3, validityScore("moses", mol.InferAromaticNH(1))(mols), 1e-12)
 	assert.Nil(t, validityScore("ego"))
 }

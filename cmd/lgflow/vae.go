@@ -375,7 +375,7 @@ func runRecon(ctx context.Context, args []string) error {
 		return err
 	}
 	valid := -1.0
-	if score := validityScore(*name); score != nil {
+	if score := validityScore(*name, mol.InferAromaticNH(*inferNH)); score != nil {
 		valid = score(gs)
 	}
 	if *asJSON {
