@@ -290,7 +290,9 @@ type ShippedSampler struct {
 // with: initial noise at temperature 0.8, chosen on seed 10 (validity
 // 45.1% against 35.6% at 1, uniqueness and novelty at 100%, filters, SNN
 // and the valid molecules' internal diversity held; docs/results.md,
-// session 21). MOSES is not a Spec: molecules have their own example.
+// session 21), and still the best with the tools' [nH] inference
+// (mol.DefaultInferNH: 52.1 / 54.1 / 49.0 / 43.1% at 0.7 / 0.8 / 0.9 / 1;
+// session 22). MOSES is not a Spec: molecules have their own example.
 var ShippedMOSES = ShippedSampler{Temperature: 0.8}
 
 // Options returns the sampler options of the settings and, for logs and
