@@ -187,15 +187,16 @@ type decodeOptions struct {
 // as built. The encodings carry no hydrogens, so a ring such as pyrrole,
 // imidazole or uracil in the data becomes a graph whose aromatic N has two
 // aromatic bonds and nothing says it bears the hydrogen: the reference's
-// decoding (RDKit's sanitisation of the bare graph) rejects it, and about
-// 6.5% of MOSES molecules do not survive their own round trip. Candidates
+// decoding (RDKit's sanitisation of the bare graph) rejects it, and 10.4%
+// of MOSES's test molecules do not survive their own round trip. Candidates
 // are the uncharged aromatic nitrogens with exactly two bonds, both
 // aromatic; sets of one, then two, up to max of them are tried in order
 // of their atom indices, and the first with which every fragment
 // sanitises is used (for tautomers, the one with the lowest indices). The
 // hydrogens are inferred as DiGress's charge heuristic infers charges
 // (FromGraph); it is not the paper's decoding, so figures measured with
-// it must say so. max <= 0 keeps the reference's decoding.
+// it must say so. max <= 0 keeps the reference's decoding. Where no set
+// works, Decode returns the kekulisation error of the graph as built.
 func InferAromaticNH(max int) DecodeOption { return func(o *decodeOptions) { o.maxNH = max } }
 
 // DefaultInferNH is the InferAromaticNH bound with which lgflow's tools
