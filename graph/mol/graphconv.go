@@ -146,9 +146,12 @@ func (e *Encoding) Decode(g *graph.Graph, opts ...DecodeOption) (string, error) 
 	if len(m.Atoms) == 0 {
 		return "", fmt.Errorf("mol: empty graph")
 	}
-	smi, err := largestFragment(m.Clone())
+	if o.maxNH <= 0 {
+		return largestFragment(m)
+	}
+	smi, err := largestFragment(m.Clone()) // m stays the template of the retries
 	var se *SanitizeError
-	if err == nil || o.maxNH <= 0 || !errors.As(err, &se) || se.Kind != KekulizeError {
+	if err == nil || !errors.As(err, &se) || se.Kind != KekulizeError {
 		return smi, err
 	}
 	cands := m.pyrroleNCandidates()
