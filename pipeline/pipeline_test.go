@@ -730,3 +730,55 @@ func TestShippedSettingsUnconstrainedOnly(t *testing.T) {
 		t.Errorf("completion without its own settings did not get the unconstrained ones: %+v", set)
 	}
 }
+
+// TestExpertBand checks an expert band's sampler options: one expert to the
+// data, the flow taking over again at Until, and bands that cannot be.
+func TestExpertBand(t *testing.T) {
+	m, e := &flow.Model{}, &flow.Model{}
+	for _, c := range []struct {
+		band ExpertBand
+		opts int
+		desc string
+		err  string
+	}{
+		{ExpertBand{From: 0.45, Until: 0.72}, 2, "expert E from 0.45 until 0.72", ""},
+		{ExpertBand{From: 0.95}, 1, "expert E from 0.95", ""},
+		{ExpertBand{From: 0.5, Until: 1}, 2, "expert E from 0.5 until 1", ""},
+		{ExpertBand{From: 0, Until: 0.5}, 0, "", "first time"},
+		{ExpertBand{From: 1}, 0, "", "first time"},
+		{ExpertBand{From: math.NaN()}, 0, "", "first time"},
+		{ExpertBand{From: 0.5, Until: 0.5}, 0, "", "end after it starts"},
+		{ExpertBand{From: 0.5, Until: 0.4}, 0, "", "end after it starts"},
+		{ExpertBand{From: 0.5, Until: 1.5}, 0, "", "end after it starts"},
+	} {
+		opts, desc, err := c.band.Options(m, e, "E")
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%+v: error %v, want one containing %q", c.band, err, c.err)
+			}
+			continue
+		}
+		if err != nil || len(opts) != c.opts || desc != c.desc {
+			t.Errorf("%+v: %d options, %q, %v; want %d, %q", c.band, len(opts), desc, err, c.opts, c.desc)
+		}
+	}
+	if _, _, err := ShippedMOSESExpert.Options(m, nil, "E"); err == nil {
+		t.Error("a band without its expert was accepted")
+	}
+}
+
+// TestLoadShippedExpert checks that a flow with no expert beside it gets
+// none, and that a damaged expert file is an error, not a silent absence.
+func TestLoadShippedExpert(t *testing.T) {
+	dir := t.TempDir()
+	flowPath := filepath.Join(dir, flow.ModelFile)
+	if e, p, err := LoadShippedExpert(flowPath, nil); e != nil || p != "" || err != nil {
+		t.Errorf("no expert file: %v, %q, %v; want none", e, p, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ExpertFile), []byte("not a checkpoint"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadShippedExpert(flowPath, nil); err == nil || !strings.Contains(err.Error(), "expert denoiser") {
+		t.Errorf("damaged expert file: error %v", err)
+	}
+}

@@ -23,6 +23,11 @@
 // (pyrrole, imidazole, uracil: 10% of MOSES's molecules); -infer-nh 0 is
 // the paper's decoding, which rejects them (mol.InferAromaticNH).
 //
+// The shipped models sample at temperature 0.8 and with the mid-path
+// expert denoiser shipped beside the flow (pretrained/moses/flow-expert.safetensors,
+// from t = 0.4 to 0.75: pipeline.ShippedMOSESExpert); -temperature 1
+// -expert none is the paper's sampler.
+//
 // It writes into -out (default out/moses): report.json and samples.smi
 // (one line per sample: canonical SMILES, or "None" if it did not decode
 // to a valid molecule).
@@ -61,6 +66,8 @@ type options struct {
 	temperature                  float64
 	temperatureSet               bool // -temperature was given
 	constrained                  bool
+	expertPath                   string
+	expertBand                   pipeline.ExpertBand
 	inferNH                      int
 	seed                         uint64
 	train                        bool
@@ -81,6 +88,9 @@ func main() {
 	flag.IntVar(&o.steps, "steps", 100, "sampler steps")
 	flag.Float64Var(&o.temperature, "temperature", 1, "scale of the initial noise (1: the paper's sampler; lower: more valid, less diverse molecules); not given, the shipped models sample at 0.8 unless -constrained")
 	flag.BoolVar(&o.constrained, "constrained", false, "decode under the valence bound (no atom with more bonds than its element allows) and read aromatic bonds that cannot be kekulised as single bonds (mol.Encoding.RepairAromaticity); not the paper's sampler")
+	flag.StringVar(&o.expertPath, "expert", "", "LG-Flow expert denoiser used from -expert-from until -expert-until (flow.WithExpert; default: the mid-path expert shipped beside the shipped flow, when sampling the shipped models unconstrained; none: no expert, the paper's sampler)")
+	flag.Float64Var(&o.expertBand.From, "expert-from", pipeline.ShippedMOSESExpert.From, "with an expert: its first time")
+	flag.Float64Var(&o.expertBand.Until, "expert-until", pipeline.ShippedMOSESExpert.Until, "with an expert: the time the flow's own denoiser takes over again (0: the expert to the end)")
 	flag.IntVar(&o.inferNH, "infer-nh", mol.DefaultInferNH, "read up to N aromatic nitrogens as [nH] where a molecule cannot be kekulised otherwise: the encoding carries no hydrogens (mol.InferAromaticNH; 0: the paper's decoding, which loses 10% of MOSES's own molecules)")
 	flag.IntVar(&o.batch, "batch", 256, "sampling batch size")
 	flag.Uint64Var(&o.seed, "seed", 0, "sampling seed")
@@ -107,6 +117,42 @@ func main() {
 		fmt.Fprintln(os.Stderr, "moses:", err)
 		os.Exit(1)
 	}
+}
+
+// expert returns the sampler options of the run's expert denoiser, if any,
+// and sets o.expertPath to its description: -expert's file, or the one
+// shipped beside the shipped flow when the run samples the shipped models
+// unconstrained.
+func expert(o *options, fm *flow.Model, ae *vae.Model, flowPath string, shipped bool) ([]flow.SampleOption, error) {
+	var e *flow.Model
+	var file string
+	var err error
+	switch o.expertPath {
+	case pipeline.NoExpert:
+		o.expertPath = ""
+		return nil, nil
+	case "":
+		if !shipped || o.constrained {
+			return nil, nil
+		}
+		if e, file, err = pipeline.LoadShippedExpert(flowPath, ae); err != nil || e == nil {
+			return nil, err
+		}
+	default:
+		file = o.expertPath
+		if e, err = flow.Load(file, ae); err != nil {
+			return nil, fmt.Errorf("-expert: %w", err)
+		}
+	}
+	if err := e.ToBackend(o.backend); err != nil {
+		return nil, err
+	}
+	opts, desc, err := o.expertBand.Options(fm, e, file)
+	if err != nil {
+		return nil, err
+	}
+	o.expertPath = desc
+	return opts, nil
 }
 
 // Report is what report.json holds. Rates are fractions in [0, 1];
@@ -152,6 +198,9 @@ type Report struct {
 	Models  struct {
 		VAE  string `json:"vae"`
 		Flow string `json:"flow"`
+		// Expert is the expert denoiser, its file and time band, if the
+		// samples used one.
+		Expert string `json:"expert,omitempty"`
 	} `json:"models"`
 }
 
@@ -292,6 +341,15 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		flow.WithTemperature(o.temperature), flow.WithProgress(bar(stderr, "sampling"))}
 	if o.constrained {
 		sopts = append(sopts, flow.WithDecodeOptions(vae.WithEdgeConstraint(mol.MOSES.DatasetValenceOK)))
+	}
+	expertOpts, err := expert(&o, fm, ae, flowPath, shipped)
+	if err != nil {
+		return err
+	}
+	if len(expertOpts) > 0 {
+		sopts = append(sopts, expertOpts...)
+		rep.Models.Expert = o.expertPath
+		note("%s (not the paper's sampler; -expert none samples without it)", o.expertPath)
 	}
 	rep.Constrained = o.constrained
 	rep.InferNH = max(o.inferNH, 0)

@@ -16,8 +16,10 @@
 //	        (the data-end expert shipped beside the flow, if any, and the
 //	        tuned sampler settings, pipeline.ShippedOptions), so n = 256 and
 //	        a seed give the graphs examples/planar gives (a model named
-//	        moses: temperature 0.8, pipeline.ShippedMOSES, as
-//	        examples/moses samples its shipped models); with -complete,
+//	        moses: temperature 0.8, pipeline.ShippedMOSES, and the
+//	        mid-path expert shipped beside the flow, if any, in
+//	        pipeline.ShippedMOSESExpert's band, as examples/moses samples
+//	        its shipped models); with -complete,
 //	        the graphs examples/planar -complete gives (models of datasets
 //	        whose samples can be completed; pipeline.CompletedOptions);
 //	        with -plain, as flow.Sample and lgflow sample do by default
@@ -205,6 +207,17 @@ func loadModels(o options) ([]*model, error) {
 		} else if sp.name == "moses" && md.mol == mol.MOSES && !o.plain {
 			if md.opts, md.settings, err = pipeline.ShippedMOSES.Options(); err != nil {
 				return nil, err
+			}
+			e, file, err := pipeline.LoadShippedExpert(sp.flow, ae)
+			if err != nil {
+				return nil, err
+			}
+			if e != nil {
+				opts, desc, err := pipeline.ShippedMOSESExpert.Options(fm, e, file)
+				if err != nil {
+					return nil, err
+				}
+				md.opts, md.settings = append(md.opts, opts...), append(md.settings, desc)
 			}
 		}
 		out = append(out, md)

@@ -19,6 +19,7 @@ import (
 	"lgflow/graph"
 	"lgflow/graph/mol"
 	"lgflow/graph/planar"
+	"lgflow/pipeline"
 	"lgflow/vae"
 )
 
@@ -625,18 +626,42 @@ func sampleOne(t *testing.T, m *model, req string) []byte {
 
 // TestShippedMOSESSettings checks that a model named moses samples as
 // examples/moses does with the shipped models (pipeline.ShippedMOSES:
-// temperature 0.8), and with flow.Sample's defaults under -plain.
+// temperature 0.8, and the mid-path expert shipped beside the flow in
+// pipeline.ShippedMOSESExpert's band), and with flow.Sample's defaults
+// under -plain.
 func TestShippedMOSESSettings(t *testing.T) {
 	m := loadShipped(t, "moses")
-	if len(m.settings) != 1 || m.settings[0] != "temperature 0.8" {
-		t.Fatalf("settings %q, want temperature 0.8", m.settings)
+	band := pipeline.ShippedMOSESExpert
+	wantExpert := fmt.Sprintf("expert %s from %g until %g", "../../pretrained/moses/"+pipeline.ExpertFile, band.From, band.Until)
+	if len(m.settings) != 2 || m.settings[0] != "temperature 0.8" || m.settings[1] != wantExpert {
+		t.Fatalf("settings %q, want temperature 0.8 and %q", m.settings, wantExpert)
 	}
-	body := sampleOne(t, m, `{"n": 4, "seed": 7, "steps": 6}`)
-	want, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(7), flow.WithSteps(6), flow.WithTemperature(0.8))
+	expert, err := flow.Load("../../pretrained/moses/"+pipeline.ExpertFile, m.flow.VAE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10 steps: the grid's steps from 0.4 to 0.7 are the expert's.
+	body := sampleOne(t, m, `{"n": 4, "seed": 7, "steps": 10}`)
+	want, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(7), flow.WithSteps(10), flow.WithTemperature(0.8),
+		flow.WithExpert(expert, band.From), flow.WithExpert(m.flow, band.Until))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGraph6(t, body, want)
+	plain, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(7), flow.WithSteps(10), flow.WithTemperature(0.8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := graph.WriteGraphs(&a, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := graph.WriteGraphs(&b, plain); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Error("the expert changed none of the 4 molecules: the check is vacuous")
+	}
 }
 
 // loadShipped loads the shipped models of a dataset as the server does
