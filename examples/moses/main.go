@@ -119,40 +119,33 @@ func main() {
 	}
 }
 
-// expert returns the sampler options of the run's expert denoiser, if any,
-// and sets o.expertPath to its description: -expert's file, or the one
-// shipped beside the shipped flow when the run samples the shipped models
-// unconstrained.
-func expert(o *options, fm *flow.Model, ae *vae.Model, flowPath string, shipped bool) ([]flow.SampleOption, error) {
+// expert returns the sampler options of the run's expert denoiser, if
+// any, and their description: -expert's file, or the one shipped beside
+// the shipped flow when the run samples the shipped models unconstrained.
+func expert(o options, fm *flow.Model, ae *vae.Model, flowPath string, shipped bool) ([]flow.SampleOption, string, error) {
 	var e *flow.Model
 	var file string
 	var err error
 	switch o.expertPath {
 	case pipeline.NoExpert:
-		o.expertPath = ""
-		return nil, nil
+		return nil, "", nil
 	case "":
 		if !shipped || o.constrained {
-			return nil, nil
+			return nil, "", nil
 		}
 		if e, file, err = pipeline.LoadShippedExpert(flowPath, ae); err != nil || e == nil {
-			return nil, err
+			return nil, "", err
 		}
 	default:
 		file = o.expertPath
 		if e, err = flow.Load(file, ae); err != nil {
-			return nil, fmt.Errorf("-expert: %w", err)
+			return nil, "", fmt.Errorf("-expert: %w", err)
 		}
 	}
 	if err := e.ToBackend(o.backend); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	opts, desc, err := o.expertBand.Options(fm, e, file)
-	if err != nil {
-		return nil, err
-	}
-	o.expertPath = desc
-	return opts, nil
+	return o.expertBand.Options(fm, e, file)
 }
 
 // Report is what report.json holds. Rates are fractions in [0, 1];
@@ -342,14 +335,14 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if o.constrained {
 		sopts = append(sopts, flow.WithDecodeOptions(vae.WithEdgeConstraint(mol.MOSES.DatasetValenceOK)))
 	}
-	expertOpts, err := expert(&o, fm, ae, flowPath, shipped)
+	expertOpts, expertDesc, err := expert(o, fm, ae, flowPath, shipped)
 	if err != nil {
 		return err
 	}
 	if len(expertOpts) > 0 {
 		sopts = append(sopts, expertOpts...)
-		rep.Models.Expert = o.expertPath
-		note("%s (not the paper's sampler; -expert none samples without it)", o.expertPath)
+		rep.Models.Expert = expertDesc
+		note("%s (not the paper's sampler; -expert none samples without it)", expertDesc)
 	}
 	rep.Constrained = o.constrained
 	rep.InferNH = max(o.inferNH, 0)
