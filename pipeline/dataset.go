@@ -338,18 +338,29 @@ func (b ExpertBand) Options(m, e *flow.Model, file string) ([]flow.SampleOption,
 // flowPath (ExpertFile in its directory), in the latent space of ae. It
 // returns nil and no error when there is none.
 func LoadShippedExpert(flowPath string, ae *vae.Model) (*flow.Model, string, error) {
-	p := filepath.Join(filepath.Dir(flowPath), ExpertFile)
-	if _, err := safetensors.Stat(p); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, "", nil
-		}
-		return nil, "", fmt.Errorf("pipeline: expert denoiser: %w", err)
+	p, err := shippedExpertPath(flowPath)
+	if p == "" || err != nil {
+		return nil, "", err
 	}
 	e, err := flow.Load(p, ae)
 	if err != nil {
 		return nil, "", fmt.Errorf("pipeline: expert denoiser: %w", err)
 	}
 	return e, p, nil
+}
+
+// shippedExpertPath returns the path of the expert denoiser shipped beside
+// the flow at flowPath (ExpertFile in its directory), or "" when there is
+// none.
+func shippedExpertPath(flowPath string) (string, error) {
+	p := filepath.Join(filepath.Dir(flowPath), ExpertFile)
+	if _, err := safetensors.Stat(p); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+		return "", fmt.Errorf("pipeline: expert denoiser: %w", err)
+	}
+	return p, nil
 }
 
 // Options returns the sampler options of the settings and, for logs and

@@ -561,11 +561,7 @@ func (o Options) expert(spec Spec, flowPath string) (string, error) {
 		if o.Train || o.FlowPath != "" || (o.Constrained && spec.ShippedConstrained == nil) || flowPath == "" {
 			return "", nil
 		}
-		p := filepath.Join(filepath.Dir(flowPath), ExpertFile)
-		if _, err := safetensors.Stat(p); err != nil {
-			return "", nil
-		}
-		return p, nil
+		return shippedExpertPath(flowPath)
 	}
 	if _, err := safetensors.Stat(o.ExpertPath); err != nil {
 		return "", fmt.Errorf("pipeline: expert denoiser: %w", err)
