@@ -33,8 +33,11 @@
 // autograd tape releases every buffer it allocated when the tape is
 // released, so a training loop reuses the same blocks step after step
 // (MemStats: Allocs stops growing). Results that an op overwrites in full
-// are allocated without a memset (AllocUninit). EmptyCache hands the cache
-// back to the driver. All work is queued on one CUDA stream, so results
+// are allocated without a memset (AllocUninit). The cache is bounded
+// (SetCacheLimit): when a request misses it while more than the limit is
+// cached, the largest cached blocks go back to the driver, so batches of
+// varying shapes do not pile up blocks of every size. EmptyCache hands the
+// whole cache back to the driver. All work is queued on one CUDA stream, so results
 // are ready in program order; host reads wait for them, and a training
 // loop avoids them (tensor.FlagNonFinite checks values on the device).
 //
