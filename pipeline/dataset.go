@@ -305,14 +305,15 @@ type ExpertBand struct{ From, Until float64 }
 
 // ShippedMOSESExpert is the band of the mid-path expert denoiser shipped
 // beside the MOSES flow (ExpertFile), which examples/moses and
-// examples/server sample the shipped models with: the flow fine-tuned for
-// 8,800 steps in two legs with its training times concentrated where round
-// trips of held-out molecules say the flow decides their structure (lgflow
-// train-flow -init flow.safetensors -time-mean 0.2 -time-std 0.35: t ≈
-// 0.38-0.71). The band was chosen on seed 10 for the first leg (validity
-// 55.8% against 54.1% without the expert; 54.1-54.7% for the bands tried
-// from 0.30-0.80 to 0.45-0.72; the second leg: 57.3%); docs/results.md,
-// sessions 23 and 24. Not the paper's sampler.
+// examples/server sample the shipped models with: the flow fine-tuned in
+// three legs (two on CPUs, one on a GPU) with its training times
+// concentrated where round trips of held-out molecules say the flow
+// decides their structure (lgflow train-flow -init flow.safetensors
+// -time-mean 0.2 -time-std 0.35: t ≈ 0.38-0.71). The band was chosen on
+// seed 10 for the first leg (validity 55.8% against 54.1% without the
+// expert; 54.1-54.7% for the bands tried from 0.30-0.80 to 0.45-0.72; the
+// third leg: 67.9%); docs/results.md, sessions 23 to 25. Not the paper's
+// sampler.
 var ShippedMOSESExpert = ExpertBand{From: 0.40, Until: 0.75}
 
 // Options returns the sampler options that use the expert e (read from

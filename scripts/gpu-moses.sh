@@ -16,7 +16,8 @@
 #
 # Environment: LGFLOW (the lgflow binary; default: go run ./cmd/lgflow),
 # DATA (the data directory holding moses/; default ../shared/data), VAE and
-# FLOW (the starting models).
+# FLOW (the starting models), WORK (the run's directory, kept so that a later
+# call with -resume continues it; default: a temporary one, removed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,8 +27,12 @@ lgflow=${LGFLOW:-go run ./cmd/lgflow}
 data=${DATA:-../shared/data}
 vae=${VAE:-pretrained/moses/vae.safetensors}
 flow=${FLOW:-pretrained/moses/flow.safetensors}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${WORK:-}" ]; then
+	work=$WORK # kept: a later call with the same WORK and -resume continues the run
+else
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+fi
 
 mkdir -p "$out"
 # shellcheck disable=SC2086 # $lgflow may be a command with arguments
