@@ -18,8 +18,36 @@
 # DATA (the data directory holding moses/; default ../shared/data), VAE and
 # FLOW (the starting models), WORK (the run's directory, kept so that a later
 # call with -resume continues it; default: a temporary one, removed).
+#
+#   scripts/gpu-moses.sh pack
+#
+# prepares a GPU call here: builds gpubin/lgflow (CGO_ENABLED=0, so no CUDA
+# is needed to build it), copies VAE, FLOW and DATA/moses into gpubin/ (the
+# runner's 64 MiB do not hold the tree's pretrained/ folder beside them) and
+# prints the commands to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = pack ]; then
+	vae=${VAE:-pretrained/moses/vae.safetensors}
+	flow=${FLOW:-pretrained/moses/flow-expert.safetensors}
+	data=${DATA:-../shared/data}
+	mkdir -p gpubin/moses gpubin/data
+	CGO_ENABLED=0 go build -o gpubin/lgflow ./cmd/lgflow
+	cp "$vae" gpubin/moses/vae.safetensors
+	cp "$flow" gpubin/moses/flow.safetensors
+	rm -rf gpubin/data/moses
+	cp -r "$data/moses" gpubin/data/moses
+	chmod -R u+w gpubin/data
+	echo "gpu-moses: gpubin/ holds $(du -sh gpubin | cut -f1). Then:"
+	echo "  git sparse-checkout set --no-cone '/*' '!/pretrained/'   # here, before the call"
+	echo "  run (carry gpubin): LGFLOW=gpubin/lgflow DATA=gpubin/data VAE=gpubin/moses/vae.safetensors \\"
+	echo "    FLOW=gpubin/moses/flow.safetensors WORK=/tmp/mid scripts/gpu-moses.sh \"\$OUT/mid\" \\"
+	echo "    -time-mean 0.2 -time-std 0.35 -lr 1e-4 -steps 8000 -cooldown 8000 -max-time 8m"
+	echo "  git sparse-checkout disable   # here, after it"
+	echo "A call returns at most 8 files: one run's log and f16 shards are 5."
+	exit 0
+fi
 
 out=${1:?usage: scripts/gpu-moses.sh OUTDIR [train-flow flags...]}
 shift
