@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math/bits"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -41,6 +40,7 @@ type allocator struct {
 	peak     uint64               // maximum of inUse
 	reserved uint64               // bytes obtained from cuMemAlloc and not freed
 	limit    uint64               // SetCacheLimit's bound on cached; 0: the default rule
+	envLimit uint64               // LGFLOW_CUDA_CACHE_LIMIT_MIB's bound, read when the backend opens; 0: none
 	requests uint64               // get calls
 	allocs   uint64               // successful cuMemAlloc calls
 	releases uint64               // blocks returned to the cache
@@ -132,10 +132,11 @@ func (b *Backend) MemStats() MemStats {
 // than bytes are cached, cached blocks go back to the driver, largest
 // first, after waiting for queued work, until at most bytes stay cached;
 // Reserved thus stays below Peak + bytes. A limit of 0 or less restores the
-// default: LGFLOW_CUDA_CACHE_LIMIT_MIB (a whole number of MiB) if that is
-// set, else twice the peak in use, but at most a quarter of the device's
-// memory and at least 256 MiB. The limit applies from the next allocation
-// that the cache cannot serve; EmptyCache empties the cache at once.
+// default: LGFLOW_CUDA_CACHE_LIMIT_MIB (a whole number of MiB, read when
+// the backend opens) if that was set, else twice the peak in use, but at
+// most a quarter of the device's memory and at least 256 MiB. The limit
+// applies from the next allocation that the cache cannot serve; EmptyCache
+// empties the cache at once.
 func (b *Backend) SetCacheLimit(bytes int64) {
 	a := &b.alloc
 	a.mu.Lock()
@@ -147,7 +148,7 @@ func (b *Backend) SetCacheLimit(bytes int64) {
 // describes, on a device of total bytes (0 if unknown). Called with a.mu
 // held.
 func (a *allocator) cacheLimit(total uint64) uint64 {
-	return defaultCacheLimit(a.limit, cacheLimitEnv(), a.peak, total)
+	return defaultCacheLimit(a.limit, a.envLimit, a.peak, total)
 }
 
 // defaultCacheLimit returns set if it is not 0, else env if that is not 0,
@@ -176,14 +177,8 @@ func defaultCacheLimit(set, env, peak, total uint64) uint64 {
 	return max(limit, minCacheLimit)
 }
 
-// cacheLimitEnv returns the bound set by LGFLOW_CUDA_CACHE_LIMIT_MIB (0 if
-// unset or not a positive whole number of MiB), read once.
-var cacheLimitEnv = sync.OnceValue(func() uint64 {
-	return parseCacheLimitMiB(os.Getenv("LGFLOW_CUDA_CACHE_LIMIT_MIB"))
-})
-
-// parseCacheLimitMiB converts a number of MiB to bytes: 0 for anything but
-// a positive whole number below 2⁴⁴.
+// parseCacheLimitMiB converts a number of MiB (LGFLOW_CUDA_CACHE_LIMIT_MIB)
+// to bytes: 0 for anything but a positive whole number below 2⁴⁴.
 func parseCacheLimitMiB(s string) uint64 {
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || n >= 1<<44 {

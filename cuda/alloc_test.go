@@ -302,9 +302,6 @@ func TestAllocVaryingBatches(t *testing.T) {
 		{"1 byte", 0, func(uint64) uint64 { return 1 }, 1000},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.limit == nil && cacheLimitEnv() != 0 {
-				t.Skip("LGFLOW_CUDA_CACHE_LIMIT_MIB replaces the default limit")
-			}
 			a, f := newTestAllocator(0), newFakeMem(t, c.capacity)
 			var maxReserved uint64
 			check := func() {
@@ -421,14 +418,15 @@ func TestAllocCacheLimit(t *testing.T) {
 		}
 	}
 	var b Backend
+	b.alloc.envLimit = 2 << 30 // as if LGFLOW_CUDA_CACHE_LIMIT_MIB=2048
 	b.SetCacheLimit(3 << 30)
 	if got := b.MemStats().CacheLimit; got != 3<<30 {
 		t.Errorf("after SetCacheLimit(3 GiB): CacheLimit %d", got)
 	}
 	for _, n := range []int64{0, -1} {
 		b.SetCacheLimit(n)
-		if got, want := b.MemStats().CacheLimit, defaultCacheLimit(0, cacheLimitEnv(), 0, 0); got != want {
-			t.Errorf("after SetCacheLimit(%d): CacheLimit %d, want the default %d", n, got, want)
+		if got, want := b.MemStats().CacheLimit, uint64(2<<30); got != want {
+			t.Errorf("after SetCacheLimit(%d): CacheLimit %d, want the environment's %d", n, got, want)
 		}
 	}
 }

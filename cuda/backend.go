@@ -185,6 +185,7 @@ func open(libs libNames, ordinal int) (*Backend, error) {
 	}
 	b := &Backend{drv: drv, blas: blas, rtc: rtc, dev: dev, deterministic: true}
 	b.alloc.free = map[uint64][]uintptr{}
+	b.alloc.envLimit = parseCacheLimitMiB(os.Getenv("LGFLOW_CUDA_CACHE_LIMIT_MIB"))
 	b.syncEach = os.Getenv("LGFLOW_CUDA_SYNC") == "1"
 	b.maxGrid = max(dev.sms, 1) * 32
 	if err := drv.check("cuDevicePrimaryCtxRetain", call(drv.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&b.ctx)), uintptr(dev.handle))); err != nil {

@@ -22,7 +22,9 @@
 #   scripts/gpu-moses.sh pack
 #
 # prepares a GPU call here: builds gpubin/lgflow (CGO_ENABLED=0, so no CUDA
-# is needed to build it), copies VAE, FLOW and DATA/moses into gpubin/ (the
+# is needed to build it), copies VAE, FLOW (here by default the shipped
+# mid-path expert, the flow a MOSES window is best spent on: cuda/GPU_TODO.md
+# item 5) and DATA/moses into gpubin/ (the
 # runner's 64 MiB do not hold the tree's pretrained/ folder beside them) and
 # prints the commands to run.
 set -euo pipefail
