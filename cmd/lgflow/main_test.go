@@ -240,3 +240,24 @@ func TestValidityScore(t *testing.T) {
 	assert.InDelta(t, 2.0/3, validityScore("moses", mol.InferAromaticNH(1))(mols), 1e-12)
 	assert.Nil(t, validityScore("ego"))
 }
+
+// TestTrainVAEExtraSeeds checks that -extra-train-seeds adds the training
+// graphs of other data seeds: 16 graphs of seed 0 and 16 of each extra seed.
+func TestTrainVAEExtraSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		seeds string
+		want  string
+	}{
+		{"", "16 train, 256 val graphs"},
+		{"1", "32 train, 256 val graphs"},
+		{" 1, 2 ", "48 train, 256 val graphs"},
+	} {
+		args := tinyVAE(t.TempDir(), 1)
+		if tc.seeds != "" {
+			args = append(args, "-extra-train-seeds", tc.seeds)
+		}
+		code, _, errOut := run(t, args...)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, errOut, tc.want, "seeds %q", tc.seeds)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -147,6 +149,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	resume := fs.Bool("resume", false, "continue from OUT/state.safetensors")
 	seed := fs.Uint64("seed", 0, "seed of initialisation and batching")
 	dataSeed := fs.Uint64("data-seed", 0, "seed of the synthetic dataset")
+	extraSeeds := fs.String("extra-train-seeds", "", "synthetic datasets: also train on the -train-split graphs of these data seeds (comma-separated), more graphs from the same distribution; validation stays on -data-seed's")
 	dataDir := fs.String("data", "", "data directory (default ../shared/data)")
 	maxTime := fs.Duration("max-time", 0, "stop (resumably) after this long, e.g. 90m")
 	logEvery := fs.Int("log-every", 50, "steps between progress lines")
@@ -203,9 +206,24 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	if err := p.Model.Validate(); err != nil {
 		return usagef("%v", err)
 	}
+	seeds, err := parseSeeds(*extraSeeds, *dataSeed)
+	if err != nil {
+		return usagef("-extra-train-seeds: %v", err)
+	}
+	if len(seeds) > 0 && !datasets.Synthetic(*name) {
+		return usagef("-extra-train-seeds is for synthetic datasets (%s is not)", *name)
+	}
 	train, err := loadPrepared(ctx, *name, *trainSplit, *dataDir, *dataSeed, *mf.ntrain, p.Model)
 	if err != nil {
 		return err
+	}
+	for _, s := range seeds {
+		more, err := loadPrepared(ctx, *name, *trainSplit, *dataDir, s, *mf.ntrain, p.Model)
+		if err != nil {
+			return err
+		}
+		train.Graphs = append(train.Graphs, more.Graphs...)
+		train.Features = append(train.Features, more.Features...)
 	}
 	val, err := loadPrepared(ctx, *name, *valSplit, *dataDir, *dataSeed, 0, p.Model)
 	if err != nil {
@@ -253,6 +271,26 @@ func runTrainVAE(ctx context.Context, args []string) error {
 		fmt.Fprintf(stderr, "interrupted; resume with -resume (state in %s)\n", filepath.Join(*out, vae.StateFile))
 	}
 	return err
+}
+
+// parseSeeds parses a comma-separated list of data seeds, refusing
+// duplicates and the run's own data seed (whose graphs are already there).
+func parseSeeds(list string, own uint64) ([]uint64, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []uint64
+	for _, f := range strings.Split(list, ",") {
+		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a seed", f)
+		}
+		if s == own || slices.Contains(out, s) {
+			return nil, fmt.Errorf("seed %d given twice (the run's -data-seed counts)", s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func runRecon(ctx context.Context, args []string) error {

@@ -166,8 +166,22 @@ func splitRange(s Splits, split string) (lo, hi int, err error) {
 	return 0, 0, fmt.Errorf("datasets: unknown split %q (valid: %s)", split, strings.Join(SplitNames, ", "))
 }
 
+// syntheticNames holds the datasets generated from a seed (init).
+var syntheticNames = map[string]bool{}
+
+// Synthetic reports whether the named dataset is generated from
+// Options.Seed, so that other seeds give more graphs of the same
+// distribution, none of them in the splits of another seed. (For Ego the
+// seed only permutes a fixed set of graphs among the splits.)
+func Synthetic(name string) bool {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	return syntheticNames[name]
+}
+
 func init() {
 	synthetic := func(name string, n int, gen generator) {
+		syntheticNames[name] = true
 		Register(name, func(ctx context.Context, split string, opt Options) ([]*graph.Graph, error) {
 			lo, hi, err := splitRange(opt.Splits, split)
 			if err != nil {

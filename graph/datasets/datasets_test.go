@@ -311,3 +311,30 @@ func TestTPU(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.err)
 	}
 }
+
+// TestSynthetic checks which datasets are generated from the seed, and
+// that another seed's training graphs are new graphs, none of them in the
+// default seed's test split.
+func TestSynthetic(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{"planar", true}, {"planar-128", true}, {"planar-256", true}, {"planar-512", true},
+		{"tree", true}, {"price", true}, {"ego", false}, {"tpu", false}, {"nope", false},
+	} {
+		assert.Equal(t, tc.want, Synthetic(tc.name), tc.name)
+	}
+	ctx := context.Background()
+	test, err := Load(ctx, "planar", "test", Options{})
+	require.NoError(t, err)
+	other, err := Load(ctx, "planar", "train", Options{Seed: 1, Splits: Splits{Train: 512}})
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, g := range test {
+		seen[fmt.Sprint(g.Edges())] = true
+	}
+	for i, g := range other {
+		assert.False(t, seen[fmt.Sprint(g.Edges())], "seed 1's training graph %d is a test graph of seed 0", i)
+	}
+}
