@@ -36,7 +36,7 @@ func TestBadInput(t *testing.T) {
 		{"train-vae: bad -init", []string{"train-vae", "-dataset", "tree", "-init", notSafetensors, "-out", out}, 1, notSafetensors},
 		{"train-vae: -perturb-flow alone", []string{"train-vae", "-dataset", "tree", "-perturb-flow", f, "-out", out, "-ntrain", "4", "-train-split", "test"}, 2, "-perturb-flow needs -init and -freeze-encoder"},
 		{"train-vae: extra seeds of Ego", []string{"train-vae", "-dataset", "ego", "-extra-train-seeds", "1", "-out", out}, 2, "-extra-train-seeds is for synthetic datasets (ego is not)"},
-		{"train-vae: extra seed repeats -data-seed", []string{"train-vae", "-dataset", "tree", "-data-seed", "3", "-extra-train-seeds", "1,3", "-out", out}, 2, "seed 3 given twice"},
+		{"train-vae: extra seed repeats -data-seed", []string{"train-vae", "-dataset", "tree", "-data-seed", "3", "-extra-train-seeds", "1,3", "-out", out}, 2, "seed 3 is the run's -data-seed"},
 		{"train-vae: extra seed twice", []string{"train-vae", "-dataset", "tree", "-extra-train-seeds", "1,2,1", "-out", out}, 2, "seed 1 given twice"},
 		{"train-vae: extra seed not a number", []string{"train-vae", "-dataset", "tree", "-extra-train-seeds", "1,two", "-out", out}, 2, `"two" is not a seed`},
 		{"train-flow: no -vae", []string{"train-flow", "-dataset", "tree", "-out", out}, 2, "need -vae, -dataset and -out"},

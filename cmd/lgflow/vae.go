@@ -285,8 +285,11 @@ func parseSeeds(list string, own uint64) ([]uint64, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a seed", f)
 		}
-		if s == own || slices.Contains(out, s) {
-			return nil, fmt.Errorf("seed %d given twice (the run's -data-seed counts)", s)
+		switch {
+		case s == own:
+			return nil, fmt.Errorf("seed %d is the run's -data-seed, whose graphs are already there", s)
+		case slices.Contains(out, s):
+			return nil, fmt.Errorf("seed %d given twice", s)
 		}
 		out = append(out, s)
 	}

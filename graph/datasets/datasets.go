@@ -170,9 +170,10 @@ func splitRange(s Splits, split string) (lo, hi int, err error) {
 var syntheticNames = map[string]bool{}
 
 // Synthetic reports whether the named dataset is generated from
-// Options.Seed, so that other seeds give more graphs of the same
-// distribution, none of them in the splits of another seed. (For Ego the
-// seed only permutes a fixed set of graphs among the splits.)
+// Options.Seed, so that each seed gives its own independent draws from the
+// same distribution: another seed's training graphs are more training
+// graphs, not copies of this seed's validation or test graphs. (For Ego
+// the seed only permutes a fixed set of graphs among the splits.)
 func Synthetic(name string) bool {
 	regMu.RLock()
 	defer regMu.RUnlock()
