@@ -276,12 +276,9 @@ func runTrainVAE(ctx context.Context, args []string) error {
 // parseSeeds parses a comma-separated list of data seeds, refusing
 // duplicates and the run's own data seed (whose graphs are already there).
 func parseSeeds(list string, own uint64) ([]uint64, error) {
-	if strings.TrimSpace(list) == "" {
-		return nil, nil
-	}
 	var out []uint64
-	for _, f := range strings.Split(list, ",") {
-		s, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+	for _, f := range splitList(list) {
+		s, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("%q is not a seed", f)
 		}
