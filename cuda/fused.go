@@ -14,14 +14,6 @@ func vecStride(t *tensor.Tensor) int {
 	return t.Strides()[0]
 }
 
-// optContig is contig for an optional tensor.
-func (b *Backend) optContig(t *tensor.Tensor) (*tensor.Tensor, bool) {
-	if t == nil {
-		return nil, false
-	}
-	return b.contig(t)
-}
-
 // LayerNorm normalises x over its last axis into y, saving mean and rstd
 // when they are not nil (see tensor.LayerNorm). One block per row.
 func (b *Backend) LayerNorm(y, mean, rstd, x, gamma, beta *tensor.Tensor, eps float64) {

@@ -582,7 +582,7 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 		}
 		tensor.Mul(x, x, mask3)
 		xsc = pred
-		if m.Cfg.DiT.SelfCond == false {
+		if !m.Cfg.DiT.SelfCond {
 			xsc = nil
 		}
 	}

@@ -14,7 +14,6 @@ type wlState struct {
 	off    []int
 	buf    []int64
 	order  []int
-	next   []int
 }
 
 // signature writes node u's refinement signature (own colour, sorted

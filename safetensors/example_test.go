@@ -35,8 +35,8 @@ func Example() {
 	// <nil>
 }
 
-// Decode reads a file held in memory, for instance one embedded with
-// go:embed; a corrupt file gives a descriptive error.
+// Decode reads a file held in memory, for instance one embedded with the
+// compiler's embed directive; a corrupt file gives a descriptive error.
 func ExampleDecode() {
 	var buf bytes.Buffer
 	_ = safetensors.Write(&buf, map[string]*tensor.Tensor{"x": tensor.Scalar(tensor.Float64, 2.5)}, nil)

@@ -2,7 +2,6 @@ package tensor
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -133,5 +132,3 @@ func layouts(t *Tensor) map[string]*Tensor {
 	}
 	return out
 }
-
-func shapeName(s []int) string { return fmt.Sprint(s) }

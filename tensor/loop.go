@@ -153,9 +153,6 @@ func (l *loop) setupStrides(shape []int, nops int, strides *[4][maxDims]int, off
 	}
 }
 
-// inner returns the innermost dimension's size.
-func (l *loop) inner() int { return l.dims[l.nd-1] }
-
 // seek positions c at flat element pos.
 func (l *loop) seek(c *cursor, pos int) {
 	c.off = l.off

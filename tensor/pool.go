@@ -28,7 +28,6 @@ type job struct {
 
 	// Arguments; each kernel documents which it uses.
 	op   uint8
-	dt   DType
 	t    [8]*Tensor
 	f    [8]float64
 	n    [6]int

@@ -36,9 +36,7 @@ func prepare(g *graph.Graph, opt Options) (*prepared, error) {
 			return nil, fmt.Errorf("iso: graph has %d nodes but %d node labels", n, len(g.NodeLabels))
 		}
 		p.label = make([]int, n) // nil NodeLabels: all 0
-		for i, l := range g.NodeLabels {
-			p.label[i] = l
-		}
+		copy(p.label, g.NodeLabels)
 	}
 	p.outOff, p.out, p.outLab = csr(n, g.Neighbors, func(u, v int) int { return g.EdgeLabel(u, v) }, opt.EdgeLabels)
 	if p.directed {

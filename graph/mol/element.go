@@ -56,8 +56,6 @@ func AllowedValences(z int) []int {
 	return out
 }
 
-func outerElectrons(z int) int { return elementTable[z].outer }
-
 func maxValence(z int) int {
 	v := elementTable[z].valences
 	return int(v[len(v)-1])

@@ -201,12 +201,11 @@ func (m *Mol) buildAdj() {
 		m.adj, m.adjBond = make([]int32, k), make([]int32, k)
 	}
 	var fillBuf [64]int32
-	fill := fillBuf[:0]
+	var fill []int32
 	if n > len(fillBuf) {
 		fill = make([]int32, n)
 	} else {
 		fill = fillBuf[:n]
-		clear(fill)
 	}
 	for bi, b := range m.Bonds {
 		p := m.adjStart[b.Begin] + fill[b.Begin]

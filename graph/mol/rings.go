@@ -275,9 +275,8 @@ func (m *Mol) ringsOfComponent(verts []int, ringBond []bool, local []int, ri *Ri
 		local[v] = i
 	}
 	// local edges
-	var eb []int     // local edge -> global bond
-	var ladj [][]int // local adjacency: pairs (nbr, edge)
-	ladj = make([][]int, nv)
+	var eb []int              // local edge -> global bond
+	ladj := make([][]int, nv) // local adjacency: pairs (nbr, edge)
 	for i, v := range verts {
 		nbrs, bds := m.Neighbors(v)
 		for k, w := range nbrs {

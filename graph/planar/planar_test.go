@@ -10,14 +10,6 @@ import (
 
 // ---- generators -------------------------------------------------------
 
-func fromEdges(n int, edges [][2]int) *graph.Graph {
-	g := graph.New(n)
-	for _, e := range edges {
-		g.MustAddEdge(e[0], e[1])
-	}
-	return g
-}
-
 func complete(n int) *graph.Graph {
 	g := graph.New(n)
 	for u := 0; u < n; u++ {

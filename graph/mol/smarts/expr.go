@@ -41,12 +41,11 @@ const (
 
 // atomExpr is a node of an atom query: a primitive or a logic operator.
 type atomExpr struct {
-	op     exprOp
-	prim   atomPrim
-	val    int
-	kids   []*atomExpr
-	sub    *Pattern // recursive SMARTS
-	subIdx int      // index of this recursive query in the match cache
+	op   exprOp
+	prim atomPrim
+	val  int
+	kids []*atomExpr
+	sub  *Pattern // recursive SMARTS
 }
 
 // onlyHydrogen reports whether the expression can match hydrogen atoms
