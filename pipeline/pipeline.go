@@ -127,7 +127,7 @@ type Options struct {
 // a dataset's flow (Options.ExpertPath).
 const ExpertFile = "flow-expert.safetensors"
 
-// NoExpert, as Options.ExpertPath, samples without an expert denoiser.
+// NoExpert is the Options.ExpertPath that samples without an expert denoiser.
 const NoExpert = "none"
 
 // expertFrom returns the expert's first time that applies.

@@ -59,10 +59,10 @@ var (
 	ErrDevice = errors.New("tensor: device failure")
 )
 
-// CatchDeviceError, deferred by a function with a named error result,
-// turns a panic whose value is an error wrapping ErrDevice into that
-// result (joined with any error already there); other panics, programmer
-// errors such as ErrShape included, continue:
+// CatchDeviceError turns a panic whose value is an error wrapping ErrDevice
+// into the named error result of the function that defers it, joined with
+// any error already there; other panics, programmer errors such as ErrShape
+// included, continue:
 //
 //	func Train(...) (m *Model, err error) {
 //		defer tensor.CatchDeviceError(&err)
