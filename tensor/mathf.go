@@ -39,9 +39,9 @@ func exp64fast(x float64) float64 {
 
 // expReduced returns e^x for -708 <= x <= 708 with relative error below
 // 1e-8 (7.0e-9 measured), without range checks (callers clamp x):
-// x = n·ln2 + r with |r| <= ln2/2, e^r by a degree-7 Taylor polynomial evaluated with Estrin's
-// scheme (short dependency chains), times 2^n built from exponent bits.
-// It is small enough to inline into the vector loops.
+// x = n·ln2 + r with |r| <= ln2/2, e^r by a degree-7 Taylor polynomial
+// evaluated with Estrin's scheme (short dependency chains), times 2^n built
+// from exponent bits. It is small enough to inline into the vector loops.
 func expReduced(x float64) float64 {
 	n := (x*log2e + expShifter) - expShifter
 	r := (x - n*ln2Hi) - n*ln2Lo
