@@ -23,14 +23,24 @@ func TestEmulatedVAETraining(t *testing.T) { checkVAETraining(t, emulatedBackend
 func TestVAETraining(t *testing.T) { checkVAETraining(t, gpuBackend(t)) }
 
 // checkVAETraining trains a small LG-VAE (with node and edge labels, so
-// every head and the per-class GINE tables take part) for a few steps on be
+// every head and the per-class GINE tables take part; LayerNorm and
+// GraphNorm) for a few steps on be
 // and on the CPU from the same seed: losses, validation accuracy and final
 // weights must agree to float32 rounding, and the returned model must be on
 // the CPU.
 func checkVAETraining(t *testing.T, be tensor.Backend) {
+	for _, norm := range []vae.Norm{vae.LayerNorm, vae.GraphNorm} {
+		t.Run(string(norm), func(t *testing.T) {
+			cfg := vae.Config{K: 6, Latent: 4, PhiWidth: 8, Layers: 2, Width: 8, DeepSet: 4, NodeClasses: 2, EdgeClasses: 2,
+				Norm: norm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true, LatentNoise: 0.01}
+			checkVAETrainingConfig(t, be, cfg)
+		})
+	}
+}
+
+// checkVAETrainingConfig is checkVAETraining for one configuration.
+func checkVAETrainingConfig(t *testing.T, be tensor.Backend, cfg vae.Config) {
 	ctx := context.Background()
-	cfg := vae.Config{K: 6, Latent: 4, PhiWidth: 8, Layers: 2, Width: 8, DeepSet: 4, NodeClasses: 2, EdgeClasses: 2,
-		Norm: vae.LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true, LatentNoise: 0.01}
 	gs := append(datasets.Tree(7, 4, 1), datasets.Planar(9, 4, 1)...)
 	for i, g := range gs {
 		g.NodeLabels = make([]int, g.N())

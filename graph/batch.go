@@ -30,6 +30,12 @@ type Batch struct {
 	NodeLabels []int32
 	// MaxN is the largest graph's node count: the padded width.
 	MaxN int
+	// NodeAttrs (NumNodes × NodeAttrDim) and EdgeAttrs (NumPairs ×
+	// EdgeAttrDim, both directions of an undirected edge alike) hold the
+	// graphs' Attrs as numbers, row-major; they are nil unless every graph
+	// has Attrs of the same widths (widths 0 give nil too).
+	NodeAttrs, EdgeAttrs     []float32
+	NodeAttrDim, EdgeAttrDim int
 }
 
 // NewBatch packs gs (see Batch). It copies the graphs' structure into
@@ -73,7 +79,42 @@ func NewBatch(gs []*Graph) *Batch {
 		}
 		b.EdgeOffset[i+1] = len(b.Src)
 	}
+	b.packAttrs()
 	return b
+}
+
+// packAttrs fills NodeAttrs and EdgeAttrs when every graph has Attrs of
+// the same widths that fit it.
+func (b *Batch) packAttrs() {
+	if len(b.Graphs) == 0 || b.Graphs[0].Attrs == nil {
+		return
+	}
+	nd, ed := b.Graphs[0].Attrs.NodeDim, b.Graphs[0].Attrs.EdgeDim
+	for _, g := range b.Graphs {
+		if a := g.Attrs; a == nil || a.NodeDim != nd || a.EdgeDim != ed || a.Check(g) != nil {
+			return
+		}
+	}
+	if nd > 0 {
+		b.NodeAttrDim = nd
+		b.NodeAttrs = make([]float32, 0, b.NumNodes()*nd)
+		for _, g := range b.Graphs {
+			for _, v := range g.Attrs.Node {
+				b.NodeAttrs = append(b.NodeAttrs, float32(v))
+			}
+		}
+	}
+	if ed > 0 {
+		b.EdgeAttrDim = ed
+		b.EdgeAttrs = make([]float32, 0, b.NumPairs()*ed)
+		for _, g := range b.Graphs {
+			for _, k := range edgeRanks(g) {
+				for _, v := range g.Attrs.Edge[k*ed : (k+1)*ed] {
+					b.EdgeAttrs = append(b.EdgeAttrs, float32(v))
+				}
+			}
+		}
+	}
 }
 
 // Len returns the number of graphs B.

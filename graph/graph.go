@@ -33,6 +33,10 @@ type Graph struct {
 	// NodeLabels holds one categorical label per node, or is nil for an
 	// unlabelled graph.
 	NodeLabels []int
+	// Attrs, when not nil, holds integer node and edge features that
+	// encoders read (a molecule's charges and ring memberships). Adding or
+	// removing an edge drops the edge features, whose order follows Edges.
+	Attrs      *Attrs
 	edgeLabels map[[2]int]int // only non-zero labels; key normalised
 	m          int
 }
@@ -112,6 +116,7 @@ func (g *Graph) AddLabeledEdge(u, v, label int) error {
 	}
 	if added {
 		g.m++
+		g.Attrs.dropEdges()
 	}
 	k := g.key(u, v)
 	if label != 0 {
@@ -149,6 +154,7 @@ func (g *Graph) RemoveEdge(u, v int) bool {
 		g.out[v], _ = removeSorted(g.out[v], u)
 	}
 	g.m--
+	g.Attrs.dropEdges()
 	if g.edgeLabels != nil {
 		delete(g.edgeLabels, g.key(u, v))
 	}
@@ -262,6 +268,9 @@ func (g *Graph) Clone() *Graph {
 	}
 	if g.NodeLabels != nil {
 		c.NodeLabels = slices.Clone(g.NodeLabels)
+	}
+	if g.Attrs != nil {
+		c.Attrs = g.Attrs.clone()
 	}
 	if g.edgeLabels != nil {
 		c.edgeLabels = make(map[[2]int]int, len(g.edgeLabels))

@@ -62,9 +62,11 @@ type EdgeFeatures struct {
 }
 
 // EdgeSpec says what edge input a GINE convolution takes: Dim > 0 for dense
-// features of width Dim (edge term W_e·e + b_e, a Linear), or Classes > 0 for
+// features of width Dim (edge term W_e·e + b_e, a Linear), Classes > 0 for
 // categorical edges (edge term a learned (Classes, in) table, an Embedding;
-// equivalent to a Linear on one-hot classes).
+// equivalent to a Linear on one-hot classes), or both (the table's row plus
+// a Linear without bias of the dense features: a molecule's bond type and
+// its conjugation and ring memberships).
 type EdgeSpec struct {
 	Dim     int
 	Classes int
@@ -107,9 +109,11 @@ func (c *GINConv) Params() []Param { return ParamsOf("mlp", c.MLP) }
 //
 //	out_i = MLP(h_i + Σ_{j→i} ReLU(h_j + W_e·e_ji + b_e)).
 //
-// The edge term comes from EdgeLin (dense features) or EdgeEmb (edge
-// classes); exactly one is set. The neighbourhood sum is one fused kernel
-// (autograd.GINEAggregate). Parameter names: "mlp.*", "edge.*".
+// The edge term comes from EdgeLin (dense features), EdgeEmb (edge
+// classes) or both. The neighbourhood sum is one fused kernel
+// (autograd.GINEAggregate). Parameter names: "mlp.*", "edge.*", and
+// "edge_attr.*" for the dense features' Linear of a convolution that has
+// both.
 type GINEConv struct {
 	MLP     *MLP
 	EdgeLin *Linear
@@ -129,32 +133,49 @@ func NewGINEConv(r *tensor.RNG, in, out int, edge EdgeSpec, opts ...Option) *GIN
 	c := &GINEConv{MLP: newMLP(r, []int{in, out, out}, o)}
 	switch {
 	case edge.Dim > 0 && edge.Classes > 0:
-		panic(fmt.Sprintf("nn.NewGINEConv: edge spec %+v sets both Dim and Classes", edge))
+		c.EdgeEmb = newEdgeTable(r, edge.Classes, in, o)
+		lo := o
+		lo.bias = false
+		c.EdgeLin = newLinear(r, edge.Dim, in, lo)
 	case edge.Dim > 0:
 		c.EdgeLin = newLinear(r, edge.Dim, in, o)
 	case edge.Classes > 0:
-		w := tensor.New(o.dtype, edge.Classes, in)
-		if o.normalInit {
-			tensor.FillNormal(w, r, 0, o.std)
-		} else {
-			// W_e·onehot(c) + b_e of a Linear(Classes → in) with PyTorch's init:
-			// a uniform weight column plus a uniform bias.
-			bound := 1 / math.Sqrt(float64(edge.Classes))
-			tensor.FillUniform(w, r, -bound, bound)
-			b := tensor.FillUniform(tensor.New(o.dtype, 1, in), r, -bound, bound)
-			tensor.Add(w, w, b)
-		}
-		c.EdgeEmb = &Embedding{W: autograd.NewParam(w), Num: edge.Classes, Dim: in}
+		c.EdgeEmb = newEdgeTable(r, edge.Classes, in, o)
 	default:
 		panic(fmt.Sprintf("nn.NewGINEConv: edge spec %+v sets neither Dim nor Classes", edge))
 	}
 	return c
 }
 
+// newEdgeTable returns the (classes, in) edge table of a categorical GINE
+// convolution.
+func newEdgeTable(r *tensor.RNG, classes, in int, o options) *Embedding {
+	w := tensor.New(o.dtype, classes, in)
+	if o.normalInit {
+		tensor.FillNormal(w, r, 0, o.std)
+	} else {
+		// W_e·onehot(c) + b_e of a Linear(Classes → in) with PyTorch's init:
+		// a uniform weight column plus a uniform bias.
+		bound := 1 / math.Sqrt(float64(classes))
+		tensor.FillUniform(w, r, -bound, bound)
+		b := tensor.FillUniform(tensor.New(o.dtype, 1, in), r, -bound, bound)
+		tensor.Add(w, w, b)
+	}
+	return &Embedding{W: autograd.NewParam(w), Num: classes, Dim: in}
+}
+
 // edgeTerm returns the (E, in) edge term or the (Classes, in) table with its
 // per-edge indices.
 func (c *GINEConv) edgeTerm(tp *autograd.Tape, e Edges, f EdgeFeatures) (*autograd.Var, []int32) {
 	switch {
+	case c.EdgeLin != nil && c.EdgeEmb != nil:
+		if f.Classes == nil && e.Len() > 0 || f.Attr == nil {
+			panic("nn.GINEConv: built for edge classes and dense features but EdgeFeatures lacks Classes or Attr")
+		}
+		if f.Attr.Rank() != 2 || f.Attr.Dim(0) != e.Len() || len(f.Classes) != e.Len() {
+			panic(fmt.Sprintf("nn.GINEConv: edge features %v and %d classes for %d edges", f.Attr.Shape(), len(f.Classes), e.Len()))
+		}
+		return tp.Add(tp.Gather(c.EdgeEmb.W, f.Classes), c.EdgeLin.Forward(tp, f.Attr)), nil
 	case c.EdgeLin != nil:
 		if f.Attr == nil {
 			panic("nn.GINEConv: built for dense edge features (EdgeSpec.Dim) but EdgeFeatures.Attr is nil")
@@ -191,10 +212,13 @@ func (c *GINEConv) Forward(tp *autograd.Tape, h *autograd.Var, e Edges, f EdgeFe
 // Params returns "mlp.*" and "edge.*".
 func (c *GINEConv) Params() []Param {
 	ps := ParamsOf("mlp", c.MLP)
-	if c.EdgeLin != nil {
+	switch {
+	case c.EdgeLin != nil && c.EdgeEmb != nil:
+		ps = append(ps, ParamsOf("edge", c.EdgeEmb)...)
+		ps = append(ps, ParamsOf("edge_attr", c.EdgeLin)...)
+	case c.EdgeLin != nil:
 		ps = append(ps, ParamsOf("edge", c.EdgeLin)...)
-	}
-	if c.EdgeEmb != nil {
+	case c.EdgeEmb != nil:
 		ps = append(ps, ParamsOf("edge", c.EdgeEmb)...)
 	}
 	return ps

@@ -199,6 +199,14 @@ func TestGNNGradients(t *testing.T) {
 	}{"GINEClasses", gc, func(tp *autograd.Tape, h, _ *autograd.Var) *autograd.Var {
 		return gc.Forward(tp, h, e, EdgeFeatures{Classes: testCls})
 	}})
+	gb := NewGINEConv(r, 3, 4, EdgeSpec{Classes: 3, Dim: 2}, f64)
+	cases = append(cases, struct {
+		name string
+		m    Module
+		fwd  func(tp *autograd.Tape, h, attr *autograd.Var) *autograd.Var
+	}{"GINEClassesAndDense", gb, func(tp *autograd.Tape, h, attr *autograd.Var) *autograd.Var {
+		return gb.Forward(tp, h, e, EdgeFeatures{Classes: testCls, Attr: attr})
+	}})
 	gin := NewGINConv(r, 3, 4, f64)
 	cases = append(cases, struct {
 		name string

@@ -179,3 +179,94 @@ func (d *Dropout) Train(on bool) { d.Training = on }
 
 // Params returns nothing (Dropout has no parameters).
 func (d *Dropout) Params() []Param { return nil }
+
+// Segments assigns each row of a batch of concatenated graphs to its graph:
+// row i belongs to graph Of[i] of N. Build it once per batch with
+// NewSegments and pass it to every GraphNorm of a forward pass.
+type Segments struct {
+	Of []int32
+	N  int
+	// inv is (N, 1): 1/size of each graph (0 for an empty one).
+	inv *tensor.Tensor
+}
+
+// NewSegments returns the Segments of graphs whose rows start at offsets
+// (len N+1, non-decreasing, offsets[0] = 0), as graph.Batch.NodeOffset
+// holds them.
+func NewSegments(offsets []int) (*Segments, error) {
+	if len(offsets) == 0 || offsets[0] != 0 {
+		return nil, fmt.Errorf("nn.NewSegments: offsets %v must start at 0", offsets)
+	}
+	n := len(offsets) - 1
+	for g := range n {
+		if offsets[g+1] < offsets[g] {
+			return nil, fmt.Errorf("nn.NewSegments: offsets decrease at graph %d (%d > %d)", g, offsets[g], offsets[g+1])
+		}
+	}
+	of := make([]int32, offsets[n])
+	inv := make([]float64, n)
+	for g := range n {
+		lo, hi := offsets[g], offsets[g+1]
+		for i := lo; i < hi; i++ {
+			of[i] = int32(g)
+		}
+		if hi > lo {
+			inv[g] = 1 / float64(hi-lo)
+		}
+	}
+	return &Segments{Of: of, N: n, inv: tensor.FromFloat64(inv, n, 1)}, nil
+}
+
+// GraphNorm normalises each channel over the nodes of each graph (Cai et
+// al., "GraphNorm", 2021), channels last: for the rows x_i of one graph,
+//
+//	μ = mean_i x_i,  σ² = mean_i (x_i − α·μ)²,
+//	y_i = (x_i − α·μ)/√(σ² + Eps)·Gamma + Beta.
+//
+// Like BatchNorm it removes what all nodes share and divides by their
+// spread, so a node-specific signal that is small next to a common part is
+// amplified; unlike it, a graph's output depends on that graph alone, in
+// training and evaluation alike (no running statistics). Alpha (the mean's
+// scale) starts at 1, Gamma at 1, Beta at 0. It is built from SegmentSum,
+// Gather and elementwise ops, so it runs, forward and backward, on every
+// backend. Parameter names: "weight", "bias", "mean_scale".
+type GraphNorm struct {
+	Gamma, Beta, Alpha *autograd.Var
+	C                  int
+	Eps                float64
+}
+
+// NewGraphNorm returns a GraphNorm over c channels with eps 1e-5. Options:
+// WithDType.
+func NewGraphNorm(c int, opts ...Option) *GraphNorm {
+	o := buildOptions(opts)
+	if c <= 0 {
+		panic(fmt.Sprintf("nn.NewGraphNorm: %d channels", c))
+	}
+	return &GraphNorm{
+		Gamma: autograd.NewParam(tensor.Full(o.dtype, 1, c)),
+		Beta:  autograd.NewParam(tensor.New(o.dtype, c)),
+		Alpha: autograd.NewParam(tensor.Full(o.dtype, 1, c)),
+		C:     c,
+		Eps:   1e-5,
+	}
+}
+
+// Forward normalises x (rows, C), whose rows belong to the graphs seg says.
+func (g *GraphNorm) Forward(tp *autograd.Tape, x *autograd.Var, seg *Segments) *autograd.Var {
+	if x.Rank() != 2 || x.Dim(1) != g.C || x.Dim(0) != len(seg.Of) {
+		panic(fmt.Sprintf("nn.GraphNorm: input %v for %d rows, want (%d, %d)", x.Shape(), len(seg.Of), len(seg.Of), g.C))
+	}
+	inv := autograd.NewConst(seg.inv.To(x.DType()).On(x.Value.Backend()))
+	mean := tp.Mul(tp.SegmentSum(x, seg.Of, seg.N), inv)                 // (N, C)
+	xc := tp.Sub(x, tp.Gather(tp.Mul(mean, g.Alpha), seg.Of))            // (rows, C)
+	variance := tp.Mul(tp.SegmentSum(tp.Square(xc), seg.Of, seg.N), inv) // (N, C)
+	rstd := tp.Pow(tp.AddScalar(variance, g.Eps), -0.5)                  // (N, C)
+	y := tp.Mul(xc, tp.Gather(rstd, seg.Of))
+	return tp.Add(tp.Mul(y, g.Gamma), g.Beta)
+}
+
+// Params returns "weight", "bias" and "mean_scale".
+func (g *GraphNorm) Params() []Param {
+	return []Param{{"weight", g.Gamma}, {"bias", g.Beta}, {"mean_scale", g.Alpha}}
+}

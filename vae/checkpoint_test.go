@@ -255,7 +255,7 @@ func TestLoadHostileConfig(t *testing.T) {
 }
 
 // TestLoadRoundTripArchitectures saves and loads every architecture
-// variant (directed, BatchNorm, no norm, node labels, phi gate, several
+// variant (directed, BatchNorm, GraphNorm, no norm, node labels, phi gate, several
 // edge classes, refinement network) so that Load's shape checks are shown
 // to agree with what New builds, and a float64 model, which must load in
 // float64.
@@ -265,6 +265,7 @@ func TestLoadRoundTripArchitectures(t *testing.T) {
 		func(c *vae.Config) {},
 		func(c *vae.Config) { c.Directed, c.Q = true, 0.05 },
 		func(c *vae.Config) { c.Norm, c.NodeClasses, c.EdgeClasses, c.PhiGate = vae.BatchNorm, 3, 4, true },
+		func(c *vae.Config) { c.Norm = vae.GraphNorm },
 		func(c *vae.Config) { c.Norm, c.Layers = vae.NoNorm, 3 },
 		func(c *vae.Config) {
 			c.Directed, c.Q, c.PhiGate, c.NodeClasses = true, 0.05, true, 2

@@ -18,6 +18,11 @@ const (
 	// BatchNorm uses batch statistics in training and running statistics
 	// in evaluation, so evaluation is batch-independent too.
 	BatchNorm Norm = "batch"
+	// GraphNorm normalises each channel over the nodes of each graph
+	// (nn.GraphNorm), in training and evaluation alike: like the
+	// reference's BatchNorm it subtracts what the nodes share and divides by
+	// their spread, and a graph's latents depend on that graph alone.
+	GraphNorm Norm = "graph"
 	// NoNorm applies no normalisation.
 	NoNorm Norm = "none"
 )
@@ -41,6 +46,15 @@ type Config struct {
 	Eta float64 `json:"eta"`
 	// NodeClasses is the number of categorical node labels a (0 = unlabelled).
 	NodeClasses int `json:"node_classes"`
+	// NodeAttrs and EdgeAttrs are the widths of the graphs' integer node
+	// and edge features (graph.Attrs) that the encoder reads and the
+	// decoder does not produce: 10 and 6 for molecules, as the reference
+	// feeds them (degree, charge, hydrogens, hybridisation, aromaticity,
+	// ring sizes; conjugation, ring sizes). A Linear maps the node features
+	// into phi's width and each message-passing layer adds a Linear of the
+	// edge features to its edge-class term. 0: none (every other dataset).
+	NodeAttrs int `json:"node_attrs,omitempty"`
+	EdgeAttrs int `json:"edge_attrs,omitempty"`
 	// EdgeClasses is the number of edge labels b (1 for plain graphs); the
 	// decoder predicts b+1 classes, class 0 meaning "no edge".
 	EdgeClasses int `json:"edge_classes"`
@@ -141,6 +155,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("vae: DeepSet must be positive, got %d", c.DeepSet)
 	case c.EdgeClasses <= 0:
 		return fmt.Errorf("vae: EdgeClasses must be at least 1, got %d", c.EdgeClasses)
+	case c.NodeAttrs < 0 || c.EdgeAttrs < 0:
+		return fmt.Errorf("vae: NodeAttrs and EdgeAttrs must be >= 0, got %d, %d", c.NodeAttrs, c.EdgeAttrs)
 	case c.NodeClasses < 0:
 		return fmt.Errorf("vae: NodeClasses must be >= 0, got %d", c.NodeClasses)
 	case c.Eta < 0:
@@ -161,9 +177,9 @@ func (c Config) Validate() error {
 		return errors.New("vae: QPerGraph is for directed models")
 	}
 	switch c.Norm {
-	case LayerNorm, BatchNorm, NoNorm:
+	case LayerNorm, BatchNorm, GraphNorm, NoNorm:
 	default:
-		return fmt.Errorf("vae: unknown Norm %q (want layer, batch or none)", c.Norm)
+		return fmt.Errorf("vae: unknown Norm %q (want layer, batch, graph or none)", c.Norm)
 	}
 	return nil
 }

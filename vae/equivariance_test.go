@@ -43,18 +43,20 @@ import (
 // purpose and is not equivariant, so the Eta > 0 case uses graphs whose
 // 1-WL colouring is discrete, where it adds nothing.
 
-// equivConfigs are the architectures checked: plain, BatchNorm, node
+// equivConfigs are the architectures checked: plain, BatchNorm, GraphNorm, node
 // labels with the phi gate and orbit noise, and the magnetic DAG model.
 func equivConfigs() map[string]Config {
 	base := Config{K: 6, Latent: 4, PhiWidth: 8, Layers: 2, Width: 8, DeepSet: 4, EdgeClasses: 1,
 		Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, SignFlips: true}
 	batch := base
 	batch.Norm = BatchNorm
+	graphNorm := base
+	graphNorm.Norm = GraphNorm
 	labelled := base
 	labelled.NodeClasses, labelled.EdgeClasses, labelled.PhiGate, labelled.Eta = 3, 2, true, 0.05
 	dag := base
 	dag.Directed, dag.Q, dag.PhiGate = true, 0.05, true
-	return map[string]Config{"layernorm": base, "batchnorm": batch, "labelled": labelled, "dag": dag}
+	return map[string]Config{"layernorm": base, "batchnorm": batch, "graphnorm": graphNorm, "labelled": labelled, "dag": dag}
 }
 
 // randomGraph returns a connected random graph on n nodes (a DAG with

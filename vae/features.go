@@ -52,6 +52,19 @@ func checkGraph(g *graph.Graph, c Config) error {
 	if g.Directed() != c.Directed {
 		return fmt.Errorf("vae: graph directed=%v but model directed=%v", g.Directed(), c.Directed)
 	}
+	if c.NodeAttrs > 0 || c.EdgeAttrs > 0 {
+		a := g.Attrs
+		if a == nil || a.NodeDim != c.NodeAttrs || a.EdgeDim != c.EdgeAttrs {
+			have := "none"
+			if a != nil {
+				have = fmt.Sprintf("%d node and %d edge features", a.NodeDim, a.EdgeDim)
+			}
+			return fmt.Errorf("vae: the model reads %d node and %d edge attributes; the graph has %s", c.NodeAttrs, c.EdgeAttrs, have)
+		}
+		if err := a.Check(g); err != nil {
+			return fmt.Errorf("vae: %w", err)
+		}
+	}
 	return checkLabels(g, c)
 }
 

@@ -17,11 +17,9 @@ type conv interface {
 	Forward(tp *autograd.Tape, h *autograd.Var, e nn.Edges, f nn.EdgeFeatures) *autograd.Var
 }
 
-// norm is the normalisation after a rho layer.
-type norm interface {
-	nn.Module
-	Forward(tp *autograd.Tape, x *autograd.Var) *autograd.Var
-}
+// norm is the normalisation after a rho layer: an *nn.LayerNorm,
+// *nn.BatchNorm1d or *nn.GraphNorm (nil for none).
+type norm = nn.Module
 
 // Model is an LG-VAE: a Laplacian-positional-encoding encoder that maps
 // every node to a Latent-dimensional vector, and a decoder that maps the
@@ -40,6 +38,7 @@ type Model struct {
 	gate1   *nn.Linear    // 1 -> h (PhiGate)
 	gate2   *nn.Linear    // h -> h or 2h (PhiGate; one gate per eigenvector part)
 	nodeEmb *nn.Embedding // node labels -> h, nil if unlabelled
+	nodeAtt *nn.Linear    // node attributes -> h, nil without Cfg.NodeAttrs
 	convs   []conv
 	norms   []norm
 	head1   *nn.Linear // E -> E
@@ -85,7 +84,10 @@ func New(cfg Config, seed uint64, opts ...nn.Option) (*Model, error) {
 	if cfg.NodeClasses > 0 {
 		m.nodeEmb = nn.NewEmbedding(r, cfg.NodeClasses, h, opts...)
 	}
-	edge := nn.EdgeSpec{Classes: cfg.EdgeClasses}
+	if cfg.NodeAttrs > 0 {
+		m.nodeAtt = nn.NewLinear(r, cfg.NodeAttrs, h, opts...)
+	}
+	edge := nn.EdgeSpec{Classes: cfg.EdgeClasses, Dim: cfg.EdgeAttrs}
 	for l := range cfg.Layers {
 		w := E
 		if l == 0 {
@@ -101,6 +103,8 @@ func New(cfg Config, seed uint64, opts ...nn.Option) (*Model, error) {
 			m.norms = append(m.norms, nn.NewLayerNorm(E, 1e-5, opts...))
 		case BatchNorm:
 			m.norms = append(m.norms, nn.NewBatchNorm1d(E, opts...))
+		case GraphNorm:
+			m.norms = append(m.norms, nn.NewGraphNorm(E, opts...))
 		default:
 			m.norms = append(m.norms, nil)
 		}
@@ -143,6 +147,9 @@ func (m *Model) Params() []nn.Param {
 	}
 	if m.nodeEmb != nil {
 		ps = append(ps, nn.ParamsOf("encoder.node_emb", m.nodeEmb)...)
+	}
+	if m.nodeAtt != nil {
+		ps = append(ps, nn.ParamsOf("encoder.node_attr", m.nodeAtt)...)
 	}
 	for l, c := range m.convs {
 		ps = append(ps, nn.ParamsOf(fmt.Sprintf("encoder.rho.%d.conv", l), c)...)
@@ -303,15 +310,40 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mod
 	if m.nodeEmb != nil && b.NodeLabels != nil {
 		h = tp.Add(h, m.nodeEmb.Forward(tp, b.NodeLabels))
 	}
+	if m.nodeAtt != nil {
+		if b.NodeAttrDim != m.Cfg.NodeAttrs {
+			panic(fmt.Sprintf("vae.Encode: batch has %d node attributes, the model %d", b.NodeAttrDim, m.Cfg.NodeAttrs))
+		}
+		a := tensor.FromFloat32(b.NodeAttrs, nodes, m.Cfg.NodeAttrs).To(m.DType()).On(be)
+		h = tp.Add(h, m.nodeAtt.Forward(tp, autograd.NewConst(a)))
+	}
 	edges := nn.Edges{Src: b.Src, Dst: b.Dst}
 	ef := nn.EdgeFeatures{Classes: b.EdgeLabels}
+	ixClasses, ixNum := b.EdgeLabels, m.Cfg.EdgeClasses
+	if m.Cfg.EdgeAttrs > 0 {
+		if b.EdgeAttrDim != m.Cfg.EdgeAttrs {
+			panic(fmt.Sprintf("vae.Encode: batch has %d edge attributes, the model %d", b.EdgeAttrDim, m.Cfg.EdgeAttrs))
+		}
+		a := tensor.FromFloat32(b.EdgeAttrs, b.NumPairs(), m.Cfg.EdgeAttrs).To(m.DType()).On(be)
+		ef.Attr = autograd.NewConst(a)
+		// The edge term is then a dense (pairs, width) input: an index
+		// without classes.
+		ixClasses, ixNum = nil, 0
+	}
 	// One index of the batch's edges for every layer (and the backward
 	// pass): a GPU backend uploads it once; the tape frees its copy. A
 	// malformed batch fails here without an index and is then reported by
 	// the layers' own index checks.
-	if ix, err := edges.Indexed(nodes, b.EdgeLabels, m.Cfg.EdgeClasses); err == nil {
+	if ix, err := edges.Indexed(nodes, ixClasses, ixNum); err == nil {
 		edges = ix
 		tp.OwnIndex(ix.Index)
+	}
+	var seg *nn.Segments
+	if m.Cfg.Norm == GraphNorm {
+		var err error
+		if seg, err = nn.NewSegments(b.NodeOffset); err != nil {
+			panic(fmt.Sprintf("vae.Encode: %v", err))
+		}
 	}
 	for l, c := range m.convs {
 		z := c.Forward(tp, h, edges, ef)
@@ -319,8 +351,12 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mod
 		case nil:
 		case *nn.BatchNorm1d:
 			z = n.ForwardMode(tp, z, mode == Training)
-		default:
+		case *nn.GraphNorm:
+			z = n.Forward(tp, z, seg)
+		case *nn.LayerNorm:
 			z = n.Forward(tp, z)
+		default:
+			panic(fmt.Sprintf("vae.Encode: norm %T", n))
 		}
 		z = tp.GELU(z)
 		if l == 0 {

@@ -75,7 +75,8 @@ type TrainOptions struct {
 	// the GPU backend that package cuda registers (nil: the CPU). Batches
 	// are assembled on the CPU and uploaded; validation runs on a CPU copy
 	// of the model, and the model Train returns is on the CPU. Models with
-	// BatchNorm train on the CPU only.
+	// BatchNorm (running statistics outside the parameters) train on the
+	// CPU only; GraphNorm runs on every backend.
 	Backend tensor.Backend
 }
 

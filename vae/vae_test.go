@@ -40,6 +40,21 @@ func setLabels(gs []*graph.Graph, k int) {
 	}
 }
 
+// setAttrs gives every graph nd node and ed edge attributes that vary
+// with the node, the edge and the graph.
+func setAttrs(gs []*graph.Graph, nd, ed int) {
+	for i, g := range gs {
+		a := &graph.Attrs{NodeDim: nd, EdgeDim: ed}
+		for j := range g.N() * nd {
+			a.Node = append(a.Node, uint8((i+j)%3))
+		}
+		for j := range g.M() * ed {
+			a.Edge = append(a.Edge, uint8((i+2*j)%4))
+		}
+		g.Attrs = a
+	}
+}
+
 // newFloat64 returns a model of configuration c in float64 (seed 3).
 func newFloat64(t *testing.T, c Config) *Model {
 	t.Helper()
@@ -53,9 +68,17 @@ func newFloat64(t *testing.T, c Config) *Model {
 // TestGradients checks the whole model's gradients (encoder, decoder and
 // loss) against finite differences, undirected and directed.
 func TestGradients(t *testing.T) {
-	for _, directed := range []bool{false, true} {
+	for _, tc := range []struct {
+		directed, attrs bool
+		norm            Norm
+	}{{false, false, LayerNorm}, {true, false, LayerNorm}, {false, false, GraphNorm}, {true, false, GraphNorm},
+		{false, true, GraphNorm}, {true, true, LayerNorm}} {
+		directed := tc.directed
 		c := tinyConfig(directed)
-		c.NodeClasses = 3
+		c.NodeClasses, c.Norm = 3, tc.norm
+		if tc.attrs {
+			c.NodeAttrs, c.EdgeAttrs = 2, 3
+		}
 		gs := datasets.Tree(5, 2, 1)
 		if directed {
 			gs = datasets.Price(5, 2, 1)
@@ -63,6 +86,9 @@ func TestGradients(t *testing.T) {
 		gs = append(gs, gs[0].Clone())
 		gs[2].RemoveEdge(gs[2].Edges()[0].From, gs[2].Edges()[0].To)
 		setLabels(gs, 3)
+		if tc.attrs {
+			setAttrs(gs, 2, 3)
+		}
 		m := newFloat64(t, c)
 		d := prepare(t, gs, c)
 		b := graph.NewBatch(gs)
@@ -75,7 +101,7 @@ func TestGradients(t *testing.T) {
 			return loss.Total
 		}, params, 1e-6, 1e-4)
 		if err != nil {
-			t.Fatalf("directed=%v: %v", directed, err)
+			t.Fatalf("%+v: %v", tc, err)
 		}
 	}
 }
@@ -83,7 +109,7 @@ func TestGradients(t *testing.T) {
 // TestBatchIndependence encodes graphs alone and inside a batch in
 // evaluation mode: the latents must agree.
 func TestBatchIndependence(t *testing.T) {
-	for _, norm := range []Norm{LayerNorm, BatchNorm} {
+	for _, norm := range []Norm{LayerNorm, BatchNorm, GraphNorm} {
 		c := tinyConfig(false)
 		c.Norm = norm
 		m, err := New(c, 1)
@@ -406,5 +432,50 @@ func checkLatentNoise(t *testing.T, m *Model, d *Dataset) {
 	bad.LatentNoise = -1
 	if bad.Validate() == nil {
 		t.Error("negative LatentNoise validated")
+	}
+}
+
+// TestAttrs checks that a model with node and edge attributes reads them
+// (changing one feature of one node or one edge moves the latents) and
+// refuses graphs without them.
+func TestAttrs(t *testing.T) {
+	c := tinyConfig(false)
+	c.NodeClasses, c.EdgeClasses, c.NodeAttrs, c.EdgeAttrs, c.Norm = 3, 2, 2, 3, GraphNorm
+	m, err := New(c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := datasets.Tree(6, 1, 1)
+	setLabels(gs, 3)
+	setAttrs(gs, 2, 3)
+	ctx := context.Background()
+	base, err := m.EncodeGraphs(ctx, gs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, edit := range []func(a *graph.Attrs){
+		func(a *graph.Attrs) { a.Node[3]++ },
+		func(a *graph.Attrs) { a.Edge[4]++ },
+	} {
+		g := gs[0].Clone()
+		edit(g.Attrs)
+		z, err := m.EncodeGraphs(ctx, []*graph.Graph{g}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same := true
+		for j, v := range z[0].Data32() {
+			if v != base[0].Data32()[j] {
+				same = false
+			}
+		}
+		if same {
+			t.Errorf("latents unchanged by an attribute edit: %+v", g.Attrs)
+		}
+	}
+	plain := gs[0].Clone()
+	plain.Attrs = nil
+	if _, err := m.EncodeGraphs(ctx, []*graph.Graph{plain}, 0); err == nil {
+		t.Error("encoded a graph without attributes")
 	}
 }

@@ -255,6 +255,36 @@ func LoadMOSES(ctx context.Context, split string, opt datasets.Options) ([]*grap
 	return gs, nil
 }
 
+// ToDatasetGraphWithAttrs is ToDatasetGraph with the encoder features of
+// Featurize attached as g.Attrs: per atom the 10 features after its type
+// (degree, formal charge + 5, hydrogens, hybridisation, aromatic, ring
+// sizes 3-7), per bond the 6 after its type (conjugated, ring sizes 3-7),
+// the inputs the reference's encoder reads beside the labels.
+func (e *Encoding) ToDatasetGraphWithAttrs(m *Mol) (*graph.Graph, error) {
+	f, err := e.Featurize(m)
+	if err != nil {
+		return nil, err
+	}
+	g := shiftEdgeLabels(f.Graph, -1)
+	a := &graph.Attrs{NodeDim: NodeFeatureLen - 1, EdgeDim: EdgeFeatureLen - 1,
+		Node: make([]uint8, 0, len(f.Nodes)*(NodeFeatureLen-1)), Edge: make([]uint8, 0, len(f.Edges)*(EdgeFeatureLen-1))}
+	for _, v := range f.Nodes {
+		for _, x := range v[1:] {
+			a.Node = append(a.Node, uint8(min(max(x, 0), 255)))
+		}
+	}
+	for _, v := range f.Edges {
+		for _, x := range v[1:] {
+			a.Edge = append(a.Edge, uint8(min(max(x, 0), 255)))
+		}
+	}
+	if err := a.Check(g); err != nil {
+		return nil, fmt.Errorf("mol: %w", err)
+	}
+	g.Attrs = a
+	return g, nil
+}
+
 // ToDatasetGraph is ToGraph with edge labels shifted down by one: edge
 // label = bond type 0..3 (single, double, triple, aromatic), the
 // convention of the datasets and of the LG-VAE, whose decoder predicts
@@ -301,7 +331,7 @@ func (e *ParseGraphError) Error() string {
 func (e *ParseGraphError) Unwrap() error { return e.Err }
 
 // ParseGraphs parses and sanitises every SMILES and converts it with
-// ToDatasetGraph, on workers goroutines (0: GOMAXPROCS). progress, if not
+// ToDatasetGraphWithAttrs, on workers goroutines (0: GOMAXPROCS). progress, if not
 // nil, is called with the number of molecules done and the total, from one
 // goroutine at a time with done increasing. The result, errors included,
 // does not depend on workers: if some SMILES fail, the one with the lowest
@@ -334,7 +364,7 @@ func (e *Encoding) ParseGraphs(ctx context.Context, smiles []string, workers int
 				for i := lo; i < hi; i++ {
 					m, err := ParseSMILES(smiles[i])
 					if err == nil {
-						out[i], err = e.ToDatasetGraph(m)
+						out[i], err = e.ToDatasetGraphWithAttrs(m)
 					}
 					errs[i] = err
 				}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -336,6 +337,51 @@ func TestDatasetValenceOKOnMOSES(t *testing.T) {
 	for i, g := range gs {
 		if !MOSES.DatasetValenceOK(g) {
 			t.Fatalf("molecule %d (%s) fails the valence bound", i, smiles[i])
+		}
+	}
+}
+
+// TestDatasetGraphAttrs checks the encoder features ParseGraphs attaches:
+// Featurize's vectors without the labels, by atom and by bond.
+func TestDatasetGraphAttrs(t *testing.T) {
+	m, err := ParseSMILES("N#Cc1ccccc1C(C)=O")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := MOSES.ToDatasetGraphWithAttrs(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := MOSES.ToDatasetGraph(m)
+	if !slices.Equal(g.Edges(), plain.Edges()) || !slices.Equal(g.NodeLabels, plain.NodeLabels) {
+		t.Fatal("the graph differs from ToDatasetGraph's")
+	}
+	a := g.Attrs
+	if a == nil || a.NodeDim != 10 || a.EdgeDim != 6 || a.Check(g) != nil {
+		t.Fatalf("attrs %+v", a)
+	}
+	// N0: degree 1, charge index 5, no H, SP, not aromatic, in no ring.
+	if got, want := a.Node[:10], []uint8{1, 5, 0, 0, 0, 0, 0, 0, 0, 0}; !slices.Equal(got, want) {
+		t.Errorf("nitrile N: %v, want %v", got, want)
+	}
+	// c3: degree 2 (plus one H), SP2, aromatic, in a 6-ring.
+	if got, want := a.Node[30:40], []uint8{3, 5, 1, 1, 1, 0, 0, 0, 1, 0}; !slices.Equal(got, want) {
+		t.Errorf("aromatic CH: %v, want %v", got, want)
+	}
+	f, _ := MOSES.Featurize(m)
+	for k, e := range g.Edges() {
+		for j := range 6 {
+			if got, want := int(a.Edge[k*6+j]), f.Edges[k][j+1]; got != want {
+				t.Errorf("bond %d-%d feature %d: %d, want %d", e.From, e.To, j, got, want)
+			}
+		}
+	}
+	// A ring bond: c2-c3 is conjugated and in the 6-ring.
+	for k, e := range g.Edges() {
+		if e.From == 2 && e.To == 3 {
+			if got, want := a.Edge[k*6:k*6+6], []uint8{1, 0, 0, 0, 1, 0}; !slices.Equal(got, want) {
+				t.Errorf("aromatic bond: %v, want %v", got, want)
+			}
 		}
 	}
 }
