@@ -14,6 +14,14 @@
 // DiT, its configuration, the latent scale and the node-count distribution
 // of the training split. Sample is safe for concurrent use.
 //
+// Trained models travel as bundles: a directory with the LG-VAE, the flow,
+// its expert denoisers and sampler.json, the sampling recipe chosen for
+// them (Recipe; docs/bundle.md). Open loads one, and Sample without options
+// then samples with the recipe; options replace its settings one by one:
+//
+//	m, err := flow.Open("pretrained/planar")
+//	graphs, err := flow.Sample(ctx, m, 16, flow.WithSeed(42))
+//
 // On a machine with an NVIDIA GPU, TrainOptions.Backend trains the DiT
 // there and Model.ToBackend samples there; the backend comes from package
 // cuda (cuda.Init or cuda.Select("cuda")), which flow does not import:
@@ -212,6 +220,14 @@ type Model struct {
 	// NodeCounts[n] is the number of training graphs with n nodes; sampled
 	// graphs draw their sizes from this histogram.
 	NodeCounts []int
+	// Recipe is the sampling recipe of a model opened from a bundle
+	// (Open): the settings Sample starts from. nil for a model from Load
+	// or Train, which samples with Sample's own defaults.
+	Recipe *Recipe
+
+	// experts are the expert denoisers of the bundle by file name, which
+	// the recipe's experts name.
+	experts map[string]*Model
 }
 
 // Metadata keys of a flow checkpoint.
@@ -385,12 +401,18 @@ func checkDiT(cfg dit.Config, f *safetensors.File) error {
 	return nil
 }
 
-// ToBackend moves the denoiser to backend b (for example the GPU backend
-// that package cuda registers), where Sample then integrates; the LG-VAE
-// decodes on the CPU. Call it before sampling starts, not during.
+// ToBackend moves the denoiser, and the expert denoisers of its bundle, to
+// backend b (for example the GPU backend that package cuda registers),
+// where Sample then integrates; the LG-VAE decodes on the CPU. Call it
+// before sampling starts, not during.
 func (m *Model) ToBackend(b tensor.Backend) error {
 	if m == nil || m.Net == nil {
 		return errors.New("flow: ToBackend needs a loaded model")
+	}
+	for _, name := range sortedKeys(m.experts) {
+		if err := nn.ToBackend(m.experts[name].Net, b); err != nil {
+			return err
+		}
 	}
 	return nn.ToBackend(m.Net, b)
 }

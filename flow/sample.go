@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"lgflow/autograd"
 	"lgflow/dit"
@@ -44,6 +45,14 @@ type sampleOptions struct {
 	edgeMargin *float64 // nil: the LG-VAE's Config.EdgeMargin
 	decode     []vae.DecodeOption
 	progress   func(done, total int)
+
+	// recipe and sampler are WithRecipe's and WithSampler's choice of
+	// the settings the options start from (Sampler.apply);
+	// recipeExperts says experts holds the recipe's, which WithExpert
+	// replaces.
+	recipe        string
+	sampler       *Sampler
+	recipeExperts bool
 }
 
 // SampleOption configures Sample.
@@ -102,8 +111,35 @@ func WithGuidance(weak *Model, w float64) SampleOption {
 // error). An expert must share the model's latent space and scaling,
 // denoiser shape and target; its self-conditioning input is the previous
 // step's prediction, whichever denoiser made it.
+//
+// With a recipe (Open), the first WithExpert replaces the recipe's experts.
 func WithExpert(e *Model, from float64) SampleOption {
-	return func(o *sampleOptions) { o.experts = append(o.experts, expert{e, from}) }
+	return func(o *sampleOptions) {
+		if o.recipeExperts {
+			o.experts, o.recipeExperts = nil, false
+		}
+		o.experts = append(o.experts, expert{e, from})
+	}
+}
+
+// WithRecipe samples with the model's recipe alternative of this name
+// (Recipe.Alternatives, for example "constrained"; "": the recipe's
+// Sampler, the default) instead of its default settings; NoRecipe ignores
+// the recipe: Sample's own defaults, the paper's sampler. The other
+// options apply after the recipe's settings, each replacing one of them.
+// A name the recipe lacks is an error, and so is any name but "" and
+// NoRecipe for a model without a recipe.
+func WithRecipe(name string) SampleOption {
+	return func(o *sampleOptions) { o.recipe, o.sampler = name, nil }
+}
+
+// WithSampler samples with the settings s in place of the model's recipe
+// (the last of WithRecipe and WithSampler applies): s's experts name
+// files of the model's bundle (Open). The other options apply after s's
+// settings, as after a recipe's. With it, one can try settings before
+// writing them into a bundle's sampler.json.
+func WithSampler(s Sampler) SampleOption {
+	return func(o *sampleOptions) { o.sampler, o.recipe = &s, "" }
 }
 
 // expert is a denoiser of WithExpert and its first time.
@@ -223,9 +259,13 @@ func WithProgress(f func(done, total int)) SampleOption {
 	return func(o *sampleOptions) { o.progress = f }
 }
 
-// Sample generates n graphs. It is safe to call from several goroutines at
-// once on the same Model, and returns ctx.Err() promptly when ctx is
-// cancelled.
+// Sample generates n graphs. A model opened from a bundle (Open) samples
+// with its recipe's settings (Model.Recipe; WithRecipe selects another of
+// them), the options given replacing them one by one; a model without a
+// recipe (Load, Train) with Sample's defaults: DefaultSteps uniform Euler
+// steps with the final jump at DefaultFinalJump, the paper's sampler
+// otherwise. It is safe to call from several goroutines at once on the
+// same Model, and returns ctx.Err() promptly when ctx is cancelled.
 func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*graph.Graph, error) {
 	out := make([]*graph.Graph, 0, max(n, 0))
 	err := sample(ctx, m, n, opts, func(z *tensor.Tensor, sizes []int, o *sampleOptions) error {
@@ -280,9 +320,9 @@ func SampleLatents(ctx context.Context, m *Model, n int, opts ...SampleOption) (
 // survives it.
 func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func(z *tensor.Tensor, sizes []int, o *sampleOptions) error) (err error) {
 	defer tensor.CatchDeviceError(&err)
-	o := sampleOptions{steps: 100, batch: 256, method: Euler, temp: 1, jumpAt: DefaultFinalJump, shift: 1}
-	for _, f := range opts {
-		f(&o)
+	o, err := resolveOptions(m, opts)
+	if err != nil {
+		return err
 	}
 	switch {
 	case n < 0:
@@ -357,6 +397,43 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		}
 	}
 	return nil
+}
+
+// resolveOptions returns the settings of opts for sampling from m: Sample's
+// defaults, then the settings of the recipe (or of WithSampler) that opts
+// select, then opts.
+func resolveOptions(m *Model, opts []SampleOption) (sampleOptions, error) {
+	var choice sampleOptions
+	for _, f := range opts {
+		f(&choice)
+	}
+	o := sampleOptions{steps: DefaultSteps, batch: DefaultBatchSize, method: Euler, temp: 1, jumpAt: DefaultFinalJump, shift: 1}
+	var base *Sampler
+	switch {
+	case choice.sampler != nil:
+		base = choice.sampler
+	case choice.recipe == NoRecipe:
+	case m != nil && m.Recipe != nil:
+		s, ok := m.Recipe.Lookup(choice.recipe)
+		if !ok {
+			return o, fmt.Errorf("flow: the model's recipe has no alternative %q (it has: %s)", choice.recipe, strings.Join(append([]string{`""`}, m.Recipe.Names()...), ", "))
+		}
+		base = &s
+	case choice.recipe != "":
+		return o, fmt.Errorf("flow: WithRecipe(%q): the model has no recipe (flow.Open reads one from a bundle's %s)", choice.recipe, RecipeFile)
+	}
+	if base != nil {
+		if m == nil {
+			return o, errors.New("flow: Sample needs a trained model")
+		}
+		if err := base.apply(&o, m); err != nil {
+			return o, err
+		}
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o, nil
 }
 
 // checkDenoisers checks the denoisers that WithGuidance and WithExpert add

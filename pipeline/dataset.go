@@ -1,20 +1,14 @@
 package pipeline
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
-	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/planar"
 	"lgflow/metrics"
-	"lgflow/safetensors"
-	"lgflow/vae"
 )
 
 // Column is one column of a results table: a metric of the paper's tables.
@@ -88,25 +82,16 @@ type Spec struct {
 	// by their most confident missing pairs (vae.WithConnected), after
 	// Constraint where there is one: for datasets of connected graphs.
 	Connected bool
-	// Fill, when not nil, completes constrained samples: the missing pairs
-	// of edge confidence at least *Fill are added, most confident first,
-	// while Constraint holds (vae.WithEdgeFill), so that the edges the
-	// constraint cut or the decoder left out are filled back where they
-	// fit. Options.Fill overrides it.
+	// Fill, when not nil, completes constrained samples of runs whose
+	// model has no recipe for constrained decoding (models trained by the
+	// run, or given with -flow): the missing pairs of edge confidence at
+	// least *Fill are added, most confident first, while Constraint holds
+	// (vae.WithEdgeFill), so that the edges the constraint cut or the
+	// decoder left out are filled back where they fit; the bound of the
+	// completion of such runs too. The shipped models' bounds are in their
+	// recipes (pretrained/<dataset>/sampler.json). Options.Fill overrides
+	// both.
 	Fill *float64
-	// Shipped are sampler settings chosen on the validation split for the
-	// models shipped in pretrained/<name> (the flow and its data-end
-	// expert, if one ships), used when a run samples with those and
-	// leaves the settings unset.
-	Shipped ShippedSampler
-	// ShippedConstrained, when not nil, are the settings of constrained
-	// runs (Options.Constrained) with the shipped models, which then
-	// sample with the shipped expert too, if one ships; nil: constrained
-	// runs sample with the shipped flow alone, at flow.Sample's settings.
-	ShippedConstrained *ShippedSampler
-	// ShippedComplete, when not nil, are the settings of completed runs
-	// (Options.Complete) with the shipped models; nil: Shipped's.
-	ShippedComplete *ShippedSampler
 	// ConstraintName says in reports what constrained decoding enforces.
 	ConstraintName string
 	// Columns are the table's columns in the paper's order, Paper its rows.
@@ -149,37 +134,21 @@ var (
 // "Constrained decoding: the edge fill").
 var planarFill, planarNFill = -4.0, -8.0
 
-// planarMargin and planarCompleteMargin are the edge margins of Extended
-// Planar's Spec.Shipped and Spec.ShippedComplete.
-var planarMargin, planarCompleteMargin = 1.25, 1.5
-
 // specs holds the datasets of the paper (docs/design.md, "The paper's
 // figures").
 var specs = map[string]Spec{
 	"planar": {Name: "planar", Title: "Extended Planar", Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraint: planar.IsPlanar, Connected: true, ConstraintName: "planarity and connectivity",
 		// The bound chosen on the validation split (docs/results.md,
 		// "Constrained decoding: the edge fill").
-		Fill: &planarFill,
-		// Chosen with the shipped flow and expert on the validation split
-		// (docs/results.md, "Time offsets").
-		// The grid (docs/results.md, "A shorter time grid"): 70 steps
-		// whose last ones are as long as 100 uniform steps' (0.01).
-		Shipped:            ShippedSampler{Steps: 70, TimeShift: 1.43, Offsets: flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}, EdgeRule: "and", EdgeMargin: &planarMargin},
-		ShippedConstrained: &ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.025, From: 0.5, Jump: -0.035}},
-		// Chosen on the validation split (docs/results.md, "Completion"; the
-		// grid: "A shorter time grid", session 20).
-		ShippedComplete: &ShippedSampler{Steps: 70, TimeShift: 1.43, Offsets: flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}, EdgeRule: "and", EdgeMargin: &planarCompleteMargin},
-		TrainSplit:      "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
+		Fill:       &planarFill,
+		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
 		Columns: synthCols,
 		Paper: []PaperRow{
 			row("LG-Flow (paper, L40)", synthCols, 0.3, 0.4, 10.0, 1.3, 99.4, 8.9, 0.9961),
 			row("DeFoG (paper)", synthCols, 0.3, 0.1, 9.7, 1.3, 99.6, 890, none),
 		}},
 	"tree": {Name: "tree", Title: "Extended Tree", Kind: metrics.Tree, Valid: metrics.IsValidTree, Constraint: graph.IsForest, SpanningTree: true, ConstraintName: "spanning trees of the most confident edges",
-		// Chosen with the shipped flow on the validation split
-		// (docs/results.md, "Time offsets for Extended Tree").
-		ShippedConstrained: &ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.05, From: 0.5}},
-		TrainSplit:         "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
+		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
 		Columns: synthCols,
 		Paper: []PaperRow{
 			row("LG-Flow (paper, L40)", synthCols, 0.3, 0.0, 0.0, 1.6, 98.3, 14.0, 0.9844),
@@ -195,11 +164,7 @@ var specs = map[string]Spec{
 		},
 		Notes: []string{"the Ego validation split is a subset of the training split (DeFoG's split, as the paper)"}},
 	"price": {Name: "price", Title: "Price DAGs", Kind: metrics.DAG, DirectoCompat: true, Valid: metrics.IsValidDAG, Constraint: graph.IsDAG, ConstraintName: "acyclicity",
-		// Chosen with the shipped flow on the validation split
-		// (docs/results.md, "Time offsets on the other datasets"); not
-		// for unconstrained runs, where they cost V.U.N.
-		ShippedConstrained: &ShippedSampler{Offsets: flow.TimeOffsets{Step: 0.025, From: 0.5, Jump: -0.035}},
-		TrainSplit:         "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
+		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
 		Columns: dagCols,
 		Paper: []PaperRow{
 			row("LG-Flow (paper, L40)", dagCols, 2.7, 0.3, 12.6, 5.5, 0.6, none, none, none, 98.8, 4.5),
@@ -267,136 +232,4 @@ func Lookup(name string) (Spec, error) {
 		return Spec{}, fmt.Errorf("pipeline: unknown dataset %q%s (have %s)", name, hint, strings.Join(Names(), ", "))
 	}
 	return s, nil
-}
-
-// ShippedSampler are sampler settings tuned for a dataset's shipped models
-// (Spec.Shipped). The zero value is flow.Sample's defaults.
-type ShippedSampler struct {
-	// Steps and TimeShift are the time grid: flow.WithSteps and
-	// flow.WithTimeShift (0: flow.Sample's, 100 uniform steps).
-	Steps     int
-	TimeShift float64
-	// Offsets are the denoiser's time offsets (flow.WithTimeOffsets).
-	Offsets flow.TimeOffsets
-	// EdgeRule is the decoder's edge rule, a vae.ParseEdgeRule name ("":
-	// flow.Sample's).
-	EdgeRule string
-	// EdgeMargin, when not nil, replaces the LG-VAE's stored edge margin
-	// (flow.WithEdgeMargin).
-	EdgeMargin *float64
-	// Temperature scales the initial noise (flow.WithTemperature; 0:
-	// flow.Sample's, 1).
-	Temperature float64
-}
-
-// ShippedMOSES are the sampler settings of the shipped MOSES models
-// (pretrained/moses), which examples/moses and examples/server sample
-// with: initial noise at temperature 0.8, chosen on seed 10 (validity
-// 45.1% against 35.6% at 1, uniqueness and novelty at 100%, filters, SNN
-// and the valid molecules' internal diversity held; docs/results.md,
-// session 21), and still the best with the tools' [nH] inference
-// (mol.DefaultInferNH: 52.1 / 54.1 / 49.0 / 43.1% at 0.7 / 0.8 / 0.9 / 1;
-// session 22). MOSES is not a Spec: molecules have their own example.
-var ShippedMOSES = ShippedSampler{Temperature: 0.8}
-
-// ExpertBand is the time band in which an expert denoiser replaces a
-// flow's own: from From on, until Until (0: to the data).
-type ExpertBand struct{ From, Until float64 }
-
-// ShippedMOSESExpert is the band of the mid-path expert denoiser shipped
-// beside the MOSES flow (ExpertFile), which examples/moses and
-// examples/server sample the shipped models with: the flow fine-tuned in
-// three legs (two on CPUs, one on a GPU) with its training times
-// concentrated where round trips of held-out molecules say the flow
-// decides their structure (lgflow train-flow -init flow.safetensors
-// -time-mean 0.2 -time-std 0.35: t ≈ 0.38-0.71). The band was chosen on
-// seed 10 for the first leg (validity 55.8% against 54.1% without the
-// expert; 54.1-54.7% for the bands tried from 0.30-0.80 to 0.45-0.72; the
-// third leg: 67.9%); docs/results.md, sessions 23 to 25. Not the paper's
-// sampler.
-var ShippedMOSESExpert = ExpertBand{From: 0.40, Until: 0.75}
-
-// Options returns the sampler options that use the expert e (read from
-// file, named in the description) in the band and the flow m outside it:
-// flow.WithExpert(e, From), and flow.WithExpert(m, Until), which hands the
-// path back to m, when Until is set. The second result describes them for
-// logs and reports.
-func (b ExpertBand) Options(m, e *flow.Model, file string) ([]flow.SampleOption, string, error) {
-	switch {
-	case m == nil || e == nil:
-		return nil, "", errors.New("pipeline: an expert band needs the flow and the expert")
-	case !(b.From > 0 && b.From < 1):
-		return nil, "", fmt.Errorf("pipeline: the expert's first time must be in (0, 1), got %g", b.From)
-	case b.Until == 0:
-		return []flow.SampleOption{flow.WithExpert(e, b.From)}, fmt.Sprintf("expert %s from %g", file, b.From), nil
-	case !(b.Until > b.From && b.Until <= 1):
-		return nil, "", fmt.Errorf("pipeline: the expert's band must end after it starts and by 1, got %g to %g", b.From, b.Until)
-	}
-	return []flow.SampleOption{flow.WithExpert(e, b.From), flow.WithExpert(m, b.Until)},
-		fmt.Sprintf("expert %s from %g until %g", file, b.From, b.Until), nil
-}
-
-// LoadShippedExpert loads the expert denoiser shipped beside the flow at
-// flowPath (ExpertFile in its directory), in the latent space of ae. It
-// returns nil and no error when there is none.
-func LoadShippedExpert(flowPath string, ae *vae.Model) (*flow.Model, string, error) {
-	p, err := shippedExpertPath(flowPath)
-	if p == "" || err != nil {
-		return nil, "", err
-	}
-	e, err := flow.Load(p, ae)
-	if err != nil {
-		return nil, "", fmt.Errorf("pipeline: expert denoiser: %w", err)
-	}
-	return e, p, nil
-}
-
-// shippedExpertPath returns the path of the expert denoiser shipped beside
-// the flow at flowPath (ExpertFile in its directory), or "" when there is
-// none.
-func shippedExpertPath(flowPath string) (string, error) {
-	p := filepath.Join(filepath.Dir(flowPath), ExpertFile)
-	if _, err := safetensors.Stat(p); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return "", nil
-		}
-		return "", fmt.Errorf("pipeline: expert denoiser: %w", err)
-	}
-	return p, nil
-}
-
-// Options returns the sampler options of the settings and, for logs and
-// reports, what each one is.
-func (s ShippedSampler) Options() ([]flow.SampleOption, []string, error) {
-	var opts []flow.SampleOption
-	var used []string
-	if s.Steps > 0 {
-		opts = append(opts, flow.WithSteps(s.Steps))
-		used = append(used, fmt.Sprintf("%d steps", s.Steps))
-	}
-	if s.TimeShift > 0 {
-		opts = append(opts, flow.WithTimeShift(s.TimeShift))
-		used = append(used, fmt.Sprintf("time shift %g", s.TimeShift))
-	}
-	if !s.Offsets.Zero() {
-		opts = append(opts, flow.WithTimeOffsets(s.Offsets))
-		used = append(used, fmt.Sprintf("time offsets %+v", s.Offsets))
-	}
-	if s.EdgeRule != "" {
-		r, err := vae.ParseEdgeRule(s.EdgeRule)
-		if err != nil {
-			return nil, nil, err
-		}
-		opts = append(opts, flow.WithEdgeRule(r))
-		used = append(used, "edge rule "+r.String())
-	}
-	if s.EdgeMargin != nil {
-		opts = append(opts, flow.WithEdgeMargin(*s.EdgeMargin))
-		used = append(used, fmt.Sprintf("edge margin %g", *s.EdgeMargin))
-	}
-	if s.Temperature > 0 {
-		opts = append(opts, flow.WithTemperature(s.Temperature))
-		used = append(used, fmt.Sprintf("temperature %g", s.Temperature))
-	}
-	return opts, used, nil
 }

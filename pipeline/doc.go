@@ -3,11 +3,14 @@
 //
 //	data -> LG-VAE -> latents -> LG-Flow -> samples -> evaluation
 //
-// Run loads a dataset's splits (package graph/datasets), the shipped models
-// in pretrained/<dataset>/{vae,flow}.safetensors (or trains both from
-// scratch with Options.Train, resumably and within time budgets), measures
-// the autoencoder's reconstruction of the test split, samples graphs with
-// flow.Sample (its defaults unless a setting is given), evaluates them as
+// Run loads a dataset's splits (package graph/datasets), the shipped model
+// bundle in pretrained/<dataset> (flow.Open: the LG-VAE, the LG-Flow, its
+// experts and its sampling recipe, sampler.json), or trains both models
+// from scratch with Options.Train, resumably and within time budgets,
+// measures the autoencoder's reconstruction of the test split, samples
+// graphs with flow.Sample (the bundle's recipe, or flow.Sample's defaults
+// for trained models, with the settings Options gives in their place;
+// the per-model sampler settings live in the bundles, not here), evaluates them as
 // the paper does (Spec: MMDs with V.U.N. for Planar, Tree and DAGs, the
 // ratio for Ego, label-aware isomorphism for TPU Tile) and writes
 // report.json, the samples, samples.svg and the splits. Report.WriteTable

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"lgflow/cuda"
@@ -22,8 +23,10 @@ import (
 )
 
 // Options configures Run. The zero value (with Dataset set) samples the
-// paper's number of graphs from the shipped models with flow.Sample's
-// default settings and evaluates them on the CPU.
+// paper's number of graphs from the shipped models with their bundle's
+// recipe (pretrained/<dataset>/sampler.json, flow.Open) and evaluates them
+// on the CPU. The sampler settings Options sets replace the recipe's one
+// by one.
 type Options struct {
 	// Dataset names the dataset (Names lists them).
 	Dataset string
@@ -60,8 +63,9 @@ type Options struct {
 	// seed.
 	N, Batch int
 	Seed     uint64
-	// Steps, EdgeRule, Temperature and FinalJump are passed to flow.Sample
-	// only when set (non-zero, non-empty); otherwise its defaults apply.
+	// Steps, EdgeRule, Temperature and FinalJump replace the recipe's
+	// settings (flow.Sample's defaults without a recipe) only when set
+	// (non-zero, non-empty).
 	// EdgeRule is a vae.ParseEdgeRule name: or, and, mean. EdgeMargin is
 	// flow.WithEdgeMargin's (nil: the decoder's default, the LG-VAE's own
 	// margin, or the argmax under a planarity, acyclicity or tree
@@ -69,25 +73,27 @@ type Options struct {
 	Steps    int
 	EdgeRule string
 	// TimeShift warps the time grid (flow.WithTimeShift; 0: uniform). With
-	// Steps, it is the grid: when neither is set, a run with the shipped
-	// flow and expert takes the dataset's tuned grid (Spec.Shipped).
+	// Steps, it is the grid: either one set replaces the recipe's grid,
+	// steps and shift together.
 	TimeShift  float64
 	EdgeMargin *float64
-	// Constrained decodes with the dataset's Spec.Constraint
-	// (vae.WithEdgeConstraint): planarity or acyclicity enforced while
-	// decoding, or spanning trees (vae.WithSpanningTree) where
-	// Spec.SpanningTree says so, and components joined
-	// (vae.WithConnected) where Spec.Connected does; the paper's sampler
-	// does none of these, and the report says so.
+	// Constrained samples with the recipe's "constrained" alternative,
+	// which names the constraints, or, for a model without one, decodes
+	// with the dataset's Spec.Constraint (vae.WithEdgeConstraint):
+	// planarity or acyclicity enforced while decoding, or spanning trees
+	// (vae.WithSpanningTree) where Spec.SpanningTree says so, and
+	// components joined (vae.WithConnected) where Spec.Connected does; the
+	// paper's sampler does none of these, and the report says so.
 	Constrained bool
 	// Fill, with Constrained, is vae.WithEdgeFill's confidence bound (nil:
-	// the dataset's Spec.Fill; +Inf: no fill), and with Complete the
-	// completion's. Only datasets whose constraint is a property of edges
-	// (Spec.Constraint, not spanning trees; undirected) can be filled.
+	// the recipe's, else the dataset's Spec.Fill; +Inf: no fill), and with
+	// Complete the completion's. Only constraints that are a property of
+	// edges (planarity, acyclicity; not spanning trees) can be filled.
 	Fill *float64
-	// Complete completes the samples that decode valid (Spec.Valid): the
-	// missing pairs of edge confidence at least Fill (nil: the dataset's
-	// Spec.Fill) are added, most confident first, while the sample stays
+	// Complete samples with the recipe's "complete" alternative, which
+	// completes the samples that decode valid, or, for a model without
+	// one, completes them with Spec.Valid: the missing pairs of edge
+	// confidence at least Fill (nil: the dataset's Spec.Fill) are added, most confident first, while the sample stays
 	// valid (vae.WithEdgeCompletion); invalid samples stay as decoded, so
 	// validity is the decoder's own. The paper's decoder does not do it,
 	// and the report says so. It excludes Constrained and needs an
@@ -101,16 +107,16 @@ type Options struct {
 	// Method is the integrator, a flow.Method name (euler, heun; "": flow.Sample's default).
 	Method string
 	// ExpertPath names an LG-Flow whose denoiser replaces the flow's from
-	// time ExpertFrom on (flow.WithExpert; 0: flow.DefaultExpertFrom).
-	// Empty: the expert shipped beside the shipped flow (ExpertFile), when
-	// the shipped flow is used and one ships, unless decoding is
-	// constrained and the dataset has no Spec.ShippedConstrained settings;
-	// NoExpert: none.
+	// time ExpertFrom on (flow.WithExpert; 0: flow.DefaultExpertFrom), and
+	// the run then samples without the bundle's recipe, whose settings are
+	// for its own experts. Empty: the recipe's experts, if any; NoExpert:
+	// none, and no recipe (the flow alone at flow.Sample's defaults).
+	// ExpertFrom without ExpertPath replaces the first time of the
+	// recipe's expert.
 	ExpertPath string
 	ExpertFrom float64
 	// Offsets are the denoiser's time offsets (flow.WithTimeOffsets). nil:
-	// the dataset's Spec.Shipped offsets when the run samples with the
-	// shipped flow and expert, none otherwise.
+	// the recipe's, none without a recipe.
 	Offsets *flow.TimeOffsets
 	// Stochasticity is flow.WithStochasticity's eta (0: the deterministic
 	// ODE, the paper's sampler).
@@ -123,14 +129,12 @@ type Options struct {
 	Hooks Hooks
 }
 
-// ExpertFile is the file name of a data-end expert denoiser shipped beside
-// a dataset's flow (Options.ExpertPath).
-const ExpertFile = "flow-expert.safetensors"
-
-// NoExpert is the Options.ExpertPath that samples without an expert denoiser.
+// NoExpert is the Options.ExpertPath that samples the flow alone: without
+// an expert denoiser and without the bundle's recipe, at flow.Sample's
+// defaults and the settings Options sets.
 const NoExpert = "none"
 
-// expertFrom returns the expert's first time that applies.
+// expertFrom returns the first time of Options.ExpertPath's expert.
 func (o Options) expertFrom() float64 {
 	if o.ExpertFrom != 0 {
 		return o.ExpertFrom
@@ -143,8 +147,9 @@ func (o Options) expertFrom() float64 {
 // within five.
 const ReencodeRounds = 8
 
-// fill returns the edge-fill bound that applies: Options.Fill, else the
-// dataset's under constrained decoding or completion, else nil.
+// fill returns the edge-fill bound of runs without a recipe for their
+// decoding: Options.Fill, else the dataset's under constrained decoding or
+// completion, else nil.
 func (o Options) fill(spec Spec) *float64 {
 	if o.Fill != nil {
 		return o.Fill
@@ -155,44 +160,185 @@ func (o Options) fill(spec Spec) *float64 {
 	return nil
 }
 
-// sampleOptions returns the flow.Sample options Options sets.
-func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
-	batch := o.Batch
-	if batch <= 0 {
-		batch = spec.SampleBatch
-	}
-	opts := []flow.SampleOption{flow.WithSeed(o.Seed), flow.WithBatchSize(batch)}
-	if o.Steps < 0 || o.Temperature < 0 || o.FinalJump < 0 || o.ExpertFrom < 0 || o.TimeShift < 0 {
-		return nil, fmt.Errorf("pipeline: negative sampler setting (steps %d, time shift %g, temperature %g, final jump %g, expert from %g)", o.Steps, o.TimeShift, o.Temperature, o.FinalJump, o.ExpertFrom)
-	}
-	if o.Steps > 0 {
-		opts = append(opts, flow.WithSteps(o.Steps))
-	}
-	if o.TimeShift > 0 {
-		opts = append(opts, flow.WithTimeShift(o.TimeShift))
+// check reports the sampler settings of o that cannot be honoured for
+// spec's dataset, before any data or model is loaded.
+func (o Options) check(spec Spec) error {
+	switch {
+	case o.Steps < 0 || o.Temperature < 0 || o.FinalJump < 0 || o.ExpertFrom < 0 || o.TimeShift < 0 || o.Batch < 0:
+		return fmt.Errorf("pipeline: negative sampler setting (steps %d, time shift %g, temperature %g, final jump %g, expert from %g, batch %d)", o.Steps, o.TimeShift, o.Temperature, o.FinalJump, o.ExpertFrom, o.Batch)
+	case o.Reencode < 0:
+		return fmt.Errorf("pipeline: negative re-encoding candidates %d", o.Reencode)
+	case o.Constrained && o.Complete:
+		return errors.New("pipeline: completion and constrained decoding exclude each other (constrained decoding fills every sample)")
+	case o.Constrained && spec.Constraint == nil && !spec.Connected:
+		return fmt.Errorf("pipeline: %s has no constraint to decode with", spec.Name)
+	case o.Fill != nil && !o.Constrained && !o.Complete:
+		return fmt.Errorf("pipeline: an edge fill needs constrained decoding under a property of edges (-constrained; %s: %s) or completion (-complete)", spec.Name, cmp.Or(spec.ConstraintName, "none"))
+	case o.Fill != nil && math.IsNaN(*o.Fill):
+		return errors.New("pipeline: the edge fill's bound is NaN")
 	}
 	if o.EdgeRule != "" {
-		r, err := vae.ParseEdgeRule(o.EdgeRule)
-		if err != nil {
+		if _, err := vae.ParseEdgeRule(o.EdgeRule); err != nil {
+			return err
+		}
+	}
+	switch m := flow.Method(o.Method); m {
+	case "", flow.Euler, flow.Heun:
+	default:
+		return fmt.Errorf("pipeline: unknown sampler method %q (euler or heun)", o.Method)
+	}
+	if o.ExpertPath != "" && o.ExpertPath != NoExpert {
+		if _, err := safetensors.Stat(o.ExpertPath); err != nil {
+			return fmt.Errorf("pipeline: expert denoiser: %w", err)
+		}
+	}
+	return nil
+}
+
+// sampling is what a run samples with.
+type sampling struct {
+	// s are the sampler settings (flow.WithSampler).
+	s flow.Sampler
+	// recipe names the recipe of the model's bundle s comes from
+	// ("default", "constrained", "complete"; "": none).
+	recipe string
+	// decode are the decode options of the dataset's constraint or
+	// completion (Spec) for runs whose recipe does not name them.
+	decode []vae.DecodeOption
+	// fill is the bound of the edge fill or of the completion, if any.
+	fill *float64
+	// expert is Options.ExpertPath's denoiser, if any.
+	expert *flow.Model
+}
+
+// sampling returns what a run with the flow fm samples with: the recipe
+// of fm's bundle (flow.Open: Recipe.Sampler, or its "constrained" or
+// "complete" alternative under Constrained or Complete), unless an
+// ExpertPath is set, with each setting that Options sets in its place
+// (Steps and TimeShift together: the grid); without a recipe,
+// flow.Sample's defaults with the settings Options sets. Constrained
+// decoding without a "constrained" recipe decodes under the dataset's
+// Spec.Constraint, without the recipe's other settings; completion without
+// a "complete" recipe completes with Spec.Valid under the recipe's other
+// settings.
+func (o Options) sampling(spec Spec, fm *flow.Model) (*sampling, error) {
+	if err := o.check(spec); err != nil {
+		return nil, err
+	}
+	name := ""
+	switch {
+	case o.Constrained:
+		name = "constrained"
+	case o.Complete:
+		name = "complete"
+	}
+	var r sampling
+	decodeNamed := false // the recipe names the run's constraint or completion
+	if fm.Recipe != nil && o.ExpertPath == "" {
+		if s, ok := fm.Recipe.Lookup(name); ok {
+			r.s, r.recipe, decodeNamed = s, cmp.Or(name, "default"), true
+		} else if o.Complete {
+			r.s, r.recipe = fm.Recipe.Sampler, "default"
+		}
+	}
+	s := &r.s
+	if decodeNamed {
+		if o.Fill != nil {
+			s.Fill = o.Fill
+			if len(s.Complete) == 0 && math.IsInf(*o.Fill, 1) {
+				s.Fill = nil
+			}
+		}
+		r.fill = s.Fill
+	} else {
+		var err error
+		if r.decode, err = o.specDecode(spec); err != nil {
 			return nil, err
 		}
-		opts = append(opts, flow.WithEdgeRule(r))
+		if f := o.fill(spec); f != nil && !math.IsInf(*f, 1) {
+			r.fill = f
+		}
+	}
+	s.Experts = slices.Clone(s.Experts)
+	switch {
+	case o.ExpertPath == NoExpert:
+	case o.ExpertPath != "":
+		e, err := flow.Load(o.ExpertPath, fm.VAE)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: expert denoiser: %w", err)
+		}
+		r.expert = e
+	case o.ExpertFrom != 0 && len(s.Experts) == 1:
+		s.Experts[0].From = o.ExpertFrom
+	case o.ExpertFrom != 0 && len(s.Experts) > 1:
+		return nil, fmt.Errorf("pipeline: -expert-from: the recipe has %d experts; give -expert", len(s.Experts))
+	}
+	switch {
+	case o.Batch > 0:
+		s.BatchSize = o.Batch
+	case s.BatchSize == 0:
+		s.BatchSize = spec.SampleBatch
+	}
+	if o.Steps > 0 || o.TimeShift > 0 {
+		s.Steps, s.TimeShift = o.Steps, o.TimeShift
+	}
+	if o.EdgeRule != "" {
+		s.EdgeRule = o.EdgeRule
 	}
 	if o.EdgeMargin != nil {
-		opts = append(opts, flow.WithEdgeMargin(*o.EdgeMargin))
+		s.EdgeMargin = o.EdgeMargin
 	}
+	if o.Temperature > 0 {
+		s.Temperature = o.Temperature
+	}
+	if o.FinalJump > 0 {
+		s.FinalJump = o.FinalJump
+	}
+	if o.Method != "" {
+		s.Method = flow.Method(o.Method)
+	}
+	if o.Offsets != nil {
+		s.Offsets = *o.Offsets
+	}
+	if o.Stochasticity != 0 {
+		s.Stochasticity = o.Stochasticity
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("pipeline: sampler settings: %w", err)
+	}
+	return &r, nil
+}
+
+// options returns the flow.Sample options of the sampling (without
+// progress).
+func (r *sampling) options(o Options) []flow.SampleOption {
+	opts := []flow.SampleOption{flow.WithSampler(r.s), flow.WithSeed(o.Seed)}
+	if len(r.decode) > 0 {
+		opts = append(opts, flow.WithDecodeOptions(r.decode...))
+	}
+	if o.Reencode > 0 {
+		opts = append(opts, flow.WithDecodeOptions(vae.WithReencode(o.Reencode, ReencodeRounds)))
+	}
+	if r.expert != nil {
+		opts = append(opts, flow.WithExpert(r.expert, o.expertFrom()))
+	}
+	return opts
+}
+
+// specDecode returns the decode options of the dataset's constraint
+// (Constrained) or completion (Complete) and of the edge fill, for runs
+// whose recipe does not name them.
+func (o Options) specDecode(spec Spec) ([]vae.DecodeOption, error) {
+	var opts []vae.DecodeOption
 	if o.Constrained {
-		if spec.Constraint == nil && !spec.Connected {
-			return nil, fmt.Errorf("pipeline: %s has no constraint to decode with", spec.Name)
-		}
 		switch {
 		case spec.SpanningTree:
-			opts = append(opts, flow.WithDecodeOptions(vae.WithSpanningTree()))
+			opts = append(opts, vae.WithSpanningTree())
 		case spec.Constraint != nil:
-			opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeConstraint(spec.Constraint)))
+			opts = append(opts, vae.WithEdgeConstraint(spec.Constraint))
 		}
 		if spec.Connected {
-			opts = append(opts, flow.WithDecodeOptions(vae.WithConnected()))
+			opts = append(opts, vae.WithConnected())
 		}
 	}
 	if o.Complete {
@@ -200,36 +346,15 @@ func (o Options) sampleOptions(spec Spec) ([]flow.SampleOption, error) {
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, flow.WithDecodeOptions(c))
-	} else if fill := o.fill(spec); fill != nil {
+		return append(opts, c), nil
+	}
+	if fill := o.fill(spec); fill != nil {
 		if !o.Constrained || spec.Constraint == nil || spec.SpanningTree {
 			return nil, fmt.Errorf("pipeline: an edge fill needs constrained decoding under a property of edges (-constrained; %s: %s)", spec.Name, cmp.Or(spec.ConstraintName, "none"))
 		}
 		if !math.IsInf(*fill, 1) {
-			opts = append(opts, flow.WithDecodeOptions(vae.WithEdgeFill(*fill)))
+			opts = append(opts, vae.WithEdgeFill(*fill))
 		}
-	}
-	if o.Reencode < 0 {
-		return nil, fmt.Errorf("pipeline: negative re-encoding candidates %d", o.Reencode)
-	}
-	if o.Reencode > 0 {
-		opts = append(opts, flow.WithDecodeOptions(vae.WithReencode(o.Reencode, ReencodeRounds)))
-	}
-	if o.Temperature > 0 {
-		opts = append(opts, flow.WithTemperature(o.Temperature))
-	}
-	if o.Stochasticity != 0 {
-		opts = append(opts, flow.WithStochasticity(o.Stochasticity))
-	}
-	if o.FinalJump > 0 {
-		opts = append(opts, flow.WithFinalJump(o.FinalJump))
-	}
-	switch m := flow.Method(o.Method); m {
-	case "":
-	case flow.Euler, flow.Heun:
-		opts = append(opts, flow.WithMethod(m))
-	default:
-		return nil, fmt.Errorf("pipeline: unknown sampler method %q (euler or heun)", o.Method)
 	}
 	return opts, nil
 }
@@ -309,8 +434,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if n == 0 {
 		n = spec.Samples
 	}
-	sampleOpts, err := o.sampleOptions(spec)
-	if err != nil {
+	if err := o.check(spec); err != nil {
 		return nil, err
 	}
 	// Without training, find the models before spending time on data.
@@ -319,10 +443,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if vaePath, flowPath, err = shippedModels(spec, vaePath, flowPath); err != nil {
 			return nil, err
 		}
-	}
-	expertPath, err := o.expert(spec, flowPath)
-	if err != nil {
-		return nil, err
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return nil, err
@@ -348,7 +468,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	fm, err := flow.Load(flowPath, ae)
+	fm, err := loadFlow(o, flowPath, ae)
 	if err != nil {
 		return nil, err
 	}
@@ -356,25 +476,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Models.VAE, rep.Models.Flow = vaePath, flowPath
-	if expertPath != "" {
-		expert, err := flow.Load(expertPath, ae)
-		if err != nil {
-			return nil, err
-		}
-		if err := expert.ToBackend(o.Backend); err != nil {
-			return nil, err
-		}
-		from := o.expertFrom()
-		sampleOpts = append(sampleOpts, flow.WithExpert(expert, from))
-		rep.setExpert(expertPath, from)
-	}
-	set := o.shippedSettings(spec)
-	setOpts, _, err := set.Options()
+	sm, err := o.sampling(spec, fm)
 	if err != nil {
 		return nil, err
 	}
-	sampleOpts = append(sampleOpts, setOpts...)
-	rep.setShipped(set, o.Offsets == nil)
+	if sm.expert != nil {
+		if err := sm.expert.ToBackend(o.Backend); err != nil {
+			return nil, err
+		}
+	}
+	rep.setSampling(sm, o, filepath.Dir(flowPath))
 	if g, ok := o.Backend.(*cuda.Backend); ok {
 		rep.Hardware += ", denoiser on " + g.Device().Name
 	}
@@ -392,7 +503,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded()))
 
 	start := time.Now()
-	samples, err := flow.Sample(ctx, fm, n, append(sampleOpts, flow.WithProgress(o.Hooks.bar("sampling")))...)
+	samples, err := flow.Sample(ctx, fm, n, append(sm.options(o), flow.WithProgress(o.Hooks.bar("sampling")))...)
 	if err != nil {
 		return nil, err
 	}
@@ -510,63 +621,14 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 	return vaePath, flowPath, nil
 }
 
-// shippedSettings returns the tuned settings that apply to a run (zero
-// fields: none): the time offsets of Options.Offsets if set, and the
-// dataset's settings for its shipped models (Spec.Shipped, or
-// Spec.ShippedConstrained under constraints, Spec.ShippedComplete when
-// completing, where the dataset has them) that Options leaves unset,
-// when the run samples with them: the shipped flow and the expert the
-// dataset ships, if any, not one the options name or turn off.
-func (o Options) shippedSettings(spec Spec) ShippedSampler {
-	shipped := !o.Train && o.FlowPath == "" && o.ExpertPath == ""
-	tuned := spec.Shipped
-	if o.Constrained {
-		if spec.ShippedConstrained == nil {
-			shipped = false
-		} else {
-			tuned = *spec.ShippedConstrained
-		}
+// loadFlow loads the flow of a run: the bundle of the shipped models
+// (flow.OpenWith: the flow, its recipe and experts, bound to ae) when the
+// run samples with the shipped flow, else the flow at flowPath.
+func loadFlow(o Options, flowPath string, ae *vae.Model) (*flow.Model, error) {
+	if o.Train || o.FlowPath != "" {
+		return flow.Load(flowPath, ae)
 	}
-	if o.Complete && spec.ShippedComplete != nil {
-		tuned = *spec.ShippedComplete
-	}
-	var set ShippedSampler
-	if shipped && o.Steps == 0 && o.TimeShift == 0 {
-		set.Steps, set.TimeShift = tuned.Steps, tuned.TimeShift
-	}
-	switch {
-	case o.Offsets != nil:
-		set.Offsets = *o.Offsets
-	case shipped:
-		set.Offsets = tuned.Offsets
-	}
-	if shipped && o.EdgeRule == "" {
-		set.EdgeRule = tuned.EdgeRule
-	}
-	if shipped && o.EdgeMargin == nil {
-		set.EdgeMargin = tuned.EdgeMargin
-	}
-	return set
-}
-
-// expert returns the expert denoiser's checkpoint for a run sampling with
-// the flow at flowPath ("" when trained by this run): Options.ExpertPath,
-// or the one shipped beside the shipped flow (for constrained decoding
-// only where spec has settings for it), or "" for none.
-func (o Options) expert(spec Spec, flowPath string) (string, error) {
-	switch o.ExpertPath {
-	case NoExpert:
-		return "", nil
-	case "":
-		if o.Train || o.FlowPath != "" || (o.Constrained && spec.ShippedConstrained == nil) || flowPath == "" {
-			return "", nil
-		}
-		return shippedExpertPath(flowPath)
-	}
-	if _, err := safetensors.Stat(o.ExpertPath); err != nil {
-		return "", fmt.Errorf("pipeline: expert denoiser: %w", err)
-	}
-	return o.ExpertPath, nil
+	return flow.OpenWith(filepath.Dir(flowPath), ae)
 }
 
 // reconBatch is the batch for reconstructing gs: 64 graphs of 64 nodes,
@@ -606,54 +668,4 @@ func (o Options) completion(spec Spec) (vae.DecodeOption, error) {
 		return nil, fmt.Errorf("pipeline: %s has no completion bound; set Options.Fill (-fill)", spec.Name)
 	}
 	return vae.WithEdgeCompletion(spec.Valid, *fill), nil
-}
-
-// ShippedOptions returns the sampler options of an unconstrained run with
-// the shipped models of the dataset spec, whose flow is flowPath, bound to
-// ae: the data-end expert shipped beside the flow (ExpertFile), if any,
-// from flow.DefaultExpertFrom, and spec.Shipped's settings, as
-// examples/planar and examples/generate use them; the names of what it
-// used, for logs; nil for a dataset without such settings or expert. A
-// server sampling the shipped models with these gets the graphs those
-// commands get for the same seed and count.
-func ShippedOptions(spec Spec, flowPath string, ae *vae.Model) ([]flow.SampleOption, []string, error) {
-	return shippedOptions(Options{}, spec, flowPath, ae)
-}
-
-// CompletedOptions is ShippedOptions for runs that complete their valid
-// samples (Options.Complete, examples/planar -complete): the expert, the
-// dataset's settings for completed runs (Spec.ShippedComplete, else
-// Spec.Shipped) and the completion (vae.WithEdgeCompletion with Spec.Valid
-// and Spec.Fill); an error for a dataset whose samples cannot be
-// completed.
-func CompletedOptions(spec Spec, flowPath string, ae *vae.Model) ([]flow.SampleOption, []string, error) {
-	o := Options{Complete: true}
-	c, err := o.completion(spec)
-	if err != nil {
-		return nil, nil, err
-	}
-	opts, used, err := shippedOptions(o, spec, flowPath, ae)
-	if err != nil {
-		return nil, nil, err
-	}
-	return append(opts, flow.WithDecodeOptions(c)), append(used, fmt.Sprintf("completion of the valid samples from edge confidence %g", *o.fill(spec))), nil
-}
-
-// shippedOptions returns the options of ShippedOptions for a run with
-// options o (which select the tuned settings).
-func shippedOptions(o Options, spec Spec, flowPath string, ae *vae.Model) ([]flow.SampleOption, []string, error) {
-	opts, used, err := o.shippedSettings(spec).Options()
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := o.expert(spec, flowPath)
-	if err != nil || p == "" {
-		return opts, used, err
-	}
-	e, err := flow.Load(p, ae)
-	if err != nil {
-		return nil, nil, fmt.Errorf("pipeline: expert denoiser: %w", err)
-	}
-	return append([]flow.SampleOption{flow.WithExpert(e, flow.DefaultExpertFrom)}, opts...),
-		append([]string{fmt.Sprintf("expert %s from %g", p, flow.DefaultExpertFrom)}, used...), nil
 }

@@ -222,71 +222,6 @@ func TestShippedModels(t *testing.T) {
 	}
 }
 
-// TestExpertPath checks which data-end expert a run samples with: the one
-// shipped beside the shipped flow by default, none for a flow of one's own,
-// a trained one or constrained decoding, an explicit one when it exists,
-// and none on request.
-func TestExpertPath(t *testing.T) {
-	dir := t.TempDir()
-	shippedFlow := filepath.Join(dir, "planar", "flow.safetensors")
-	bare := filepath.Join(dir, "tree", "flow.safetensors")
-	own := filepath.Join(dir, "own.safetensors")
-	for _, p := range []string{shippedFlow, filepath.Join(dir, "planar", ExpertFile), bare, own} {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, c := range []struct {
-		name     string
-		o        Options
-		flowPath string
-		want     string
-		err      string
-	}{
-		{"shipped beside the shipped flow", Options{}, shippedFlow, filepath.Join(dir, "planar", ExpertFile), ""},
-		{"none shipped", Options{}, bare, "", ""},
-		{"none asked for", Options{ExpertPath: NoExpert}, shippedFlow, "", ""},
-		{"constrained decoding", Options{Constrained: true}, shippedFlow, "", ""},
-		{"constrained, explicit", Options{Constrained: true, ExpertPath: own}, shippedFlow, own, ""},
-		{"own flow", Options{FlowPath: shippedFlow}, shippedFlow, "", ""},
-		{"trained here", Options{Train: true}, "", "", ""},
-		{"explicit", Options{ExpertPath: own}, bare, own, ""},
-		{"explicit, missing", Options{ExpertPath: filepath.Join(dir, "nope")}, bare, "", "expert denoiser"},
-	} {
-		got, err := c.o.expert(Spec{}, c.flowPath)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%s: error %v, want one containing %q", c.name, err, c.err)
-			}
-			continue
-		}
-		if err != nil || got != c.want {
-			t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
-		}
-	}
-	// A dataset with settings for constrained decoding samples with the
-	// shipped expert under constraints too.
-	withCon := Spec{ShippedConstrained: &ShippedSampler{}}
-	if got, err := (Options{Constrained: true}).expert(withCon, shippedFlow); err != nil || got != filepath.Join(dir, "planar", ExpertFile) {
-		t.Errorf("constrained decoding with tuned settings: %q, %v; want the shipped expert", got, err)
-	}
-	if got, _ := (Options{Constrained: true, ExpertPath: NoExpert}).expert(withCon, shippedFlow); got != "" {
-		t.Errorf("constrained decoding, no expert asked for: %q", got)
-	}
-	if got := (Options{}).expertFrom(); got != flow.DefaultExpertFrom {
-		t.Errorf("default expert time %g, want flow.DefaultExpertFrom", got)
-	}
-	if got := (Options{ExpertFrom: 0.8}).expertFrom(); got != 0.8 {
-		t.Errorf("expert time %g, want the one given", got)
-	}
-	if _, err := (Options{ExpertFrom: -1}).sampleOptions(Spec{SampleBatch: 1}); err == nil {
-		t.Error("a negative expert time was accepted")
-	}
-}
-
 // TestWriteTable checks the planar table against the layout
 // examples/planar has always printed, and the Ego and DAG tables' rows.
 func TestWriteTable(t *testing.T) {
@@ -485,10 +420,11 @@ func TestSpecConstraints(t *testing.T) {
 			t.Errorf("%s: no valid test graph: the check is vacuous", name)
 		}
 	}
-	if _, err := (Options{Constrained: true}).sampleOptions(Spec{Name: "unconstrained"}); err == nil {
+	if err := (Options{Constrained: true}).check(Spec{Name: "unconstrained"}); err == nil {
 		t.Error("constrained decoding accepted for a dataset with no constraint")
 	}
-	// Ego: connectivity only (WithSeed, WithBatchSize and one decode option).
+	// Ego: connectivity only (one decode option) for a model without a
+	// recipe.
 	ego, err := Lookup("ego")
 	if err != nil {
 		t.Fatal(err)
@@ -496,12 +432,12 @@ func TestSpecConstraints(t *testing.T) {
 	if !ego.Connected || ego.Constraint != nil || ego.ConstraintName == "" {
 		t.Fatalf("ego: Connected %v, Constraint set %v, name %q", ego.Connected, ego.Constraint != nil, ego.ConstraintName)
 	}
-	opts, err := (Options{Constrained: true}).sampleOptions(ego)
+	sm, err := (Options{Constrained: true}).sampling(ego, &flow.Model{})
 	if err != nil {
 		t.Fatalf("ego: %v", err)
 	}
-	if len(opts) != 3 {
-		t.Errorf("ego: %d sample options, want 3 (seed, batch, connected)", len(opts))
+	if len(sm.decode) != 1 || sm.recipe != "" || sm.s.BatchSize != ego.SampleBatch {
+		t.Errorf("ego: %d decode options, recipe %q, batch %d; want 1 (connected), none, %d", len(sm.decode), sm.recipe, sm.s.BatchSize, ego.SampleBatch)
 	}
 }
 
@@ -553,10 +489,11 @@ func TestShippedModelsLoad(t *testing.T) {
 	}
 }
 
-// TestSpecFill checks the edge fill's plumbing: constrained planar decoding
-// fills by default (Spec.Fill), Options.Fill overrides the bound, +Inf
-// turns it off, and datasets whose constraint is not a property of edges
-// refuse it.
+// TestSpecFill checks the edge fill's plumbing for a model without a
+// recipe (trained by the run, or given with -flow): constrained planar
+// decoding fills by default (Spec.Fill), Options.Fill overrides the bound,
+// +Inf turns it off, and datasets whose constraint is not a property of
+// edges refuse it.
 func TestSpecFill(t *testing.T) {
 	planarSpec, err := Lookup("planar")
 	if err != nil {
@@ -565,24 +502,25 @@ func TestSpecFill(t *testing.T) {
 	if planarSpec.Fill == nil {
 		t.Fatal("planar: no default fill")
 	}
+	plain := &flow.Model{}
 	for _, c := range []struct {
 		name string
 		o    Options
-		n    int // sample options: seed, batch, constraint, connected, fill
+		n    int // decode options: constraint, connected, fill
 	}{
-		{"unconstrained", Options{}, 2},
-		{"constrained, the dataset's fill", Options{Constrained: true}, 5},
-		{"constrained, another bound", Options{Constrained: true, Fill: ptr(-1.0)}, 5},
-		{"constrained, no fill", Options{Constrained: true, Fill: ptr(math.Inf(1))}, 4},
-		{"completed, the dataset's bound", Options{Complete: true}, 3},
-		{"completed, another bound", Options{Complete: true, Fill: ptr(-1.0)}, 3},
+		{"unconstrained", Options{}, 0},
+		{"constrained, the dataset's fill", Options{Constrained: true}, 3},
+		{"constrained, another bound", Options{Constrained: true, Fill: ptr(-1.0)}, 3},
+		{"constrained, no fill", Options{Constrained: true, Fill: ptr(math.Inf(1))}, 2},
+		{"completed, the dataset's bound", Options{Complete: true}, 1},
+		{"completed, another bound", Options{Complete: true, Fill: ptr(-1.0)}, 1},
 	} {
-		opts, err := c.o.sampleOptions(planarSpec)
+		sm, err := c.o.sampling(planarSpec, plain)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if len(opts) != c.n {
-			t.Errorf("%s: %d sample options, want %d", c.name, len(opts), c.n)
+		if len(sm.decode) != c.n {
+			t.Errorf("%s: %d decode options, want %d", c.name, len(sm.decode), c.n)
 		}
 	}
 	if f := (Options{Constrained: true, Fill: ptr(-1.0)}).fill(planarSpec); f == nil || *f != -1 {
@@ -595,35 +533,39 @@ func TestSpecFill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Options{Constrained: true, Fill: ptr(-2.0)}).sampleOptions(tree); err == nil {
+	if _, err := (Options{Constrained: true, Fill: ptr(-2.0)}).sampling(tree, plain); err == nil {
 		t.Error("tree (spanning trees): fill accepted")
 	}
-	r := newReport(planarSpec, Options{Constrained: true}, 1)
-	if r.Fill == nil || *r.Fill != *planarSpec.Fill {
+	report := func(o Options) *Report {
+		t.Helper()
+		sm, err := o.sampling(planarSpec, plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newReport(planarSpec, o, 1)
+		r.setSampling(sm, o, "dir")
+		return r
+	}
+	if r := report(Options{Constrained: true}); r.Fill == nil || *r.Fill != *planarSpec.Fill {
 		t.Errorf("report: fill %v, want %v", r.Fill, *planarSpec.Fill)
 	}
-	if r = newReport(planarSpec, Options{Constrained: true, Fill: ptr(math.Inf(1))}, 1); r.Fill != nil {
+	if r := report(Options{Constrained: true, Fill: ptr(math.Inf(1))}); r.Fill != nil {
 		t.Errorf("report without fill: fill %v", *r.Fill)
 	}
-	if r = newReport(planarSpec, Options{Complete: true}, 1); !r.Complete || r.Fill == nil || *r.Fill != *planarSpec.Fill {
+	if r := report(Options{Complete: true}); !r.Complete || r.Fill == nil || *r.Fill != *planarSpec.Fill {
 		t.Errorf("report of a completed run: complete %v, fill %v", r.Complete, r.Fill)
 	}
-	if _, err := (Options{Complete: true}).sampleOptions(tree); err == nil {
+	if _, err := (Options{Complete: true}).sampling(tree, plain); err == nil {
 		t.Error("tree (no completion bound): completion accepted")
 	}
 	price, err := Lookup("price")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range Names() {
-		if s, err := Lookup(name); err == nil && s.ShippedComplete != nil && !s.CanComplete() {
-			t.Errorf("%s: settings for completed runs, but its samples cannot be completed", name)
-		}
-	}
 	if !planarSpec.CanComplete() || tree.CanComplete() || price.CanComplete() {
 		t.Errorf("CanComplete: planar %v, tree %v, price %v; want true, false, false", planarSpec.CanComplete(), tree.CanComplete(), price.CanComplete())
 	}
-	if _, err := (Options{Complete: true, Fill: ptr(-2.0)}).sampleOptions(price); err == nil {
+	if _, err := (Options{Complete: true, Fill: ptr(-2.0)}).sampling(price, plain); err == nil {
 		t.Error("price (directed): completion accepted")
 	}
 }
@@ -654,131 +596,15 @@ func TestSampleOptionsBad(t *testing.T) {
 		{"completion", Options{Complete: true}, true},
 		{"stochastic steps", Options{Stochasticity: 0.02}, true},
 		{"completion under constrained decoding", Options{Constrained: true, Complete: true}, false},
+		{"negative expert time", Options{ExpertFrom: -1}, false},
+		{"missing expert", Options{ExpertPath: "nope.safetensors"}, false},
 	} {
-		opts, err := c.o.sampleOptions(spec)
+		sm, err := c.o.sampling(spec, &flow.Model{})
 		if (err == nil) != c.ok {
 			t.Errorf("%s: err = %v, want ok = %v", c.name, err, c.ok)
 		}
-		if c.ok && len(opts) < 2 {
-			t.Errorf("%s: %d options, want seed and batch at least", c.name, len(opts))
+		if c.ok && len(sm.options(c.o)) < 2 {
+			t.Errorf("%s: %d options, want the settings and the seed at least", c.name, len(sm.options(c.o)))
 		}
-	}
-}
-
-// TestShippedSettings checks when a dataset's tuned sampler settings apply:
-// with the shipped flow and expert and nothing set, and never over what
-// Options sets.
-func TestShippedSettings(t *testing.T) {
-	tuned := flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}
-	con := flow.TimeOffsets{Step: 0.02, From: 0.5, Jump: -0.03}
-	comp := flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}
-	spec := Spec{Shipped: ShippedSampler{Steps: 70, TimeShift: 1.4, Offsets: tuned, EdgeRule: "and"}, ShippedConstrained: &ShippedSampler{Offsets: con},
-		ShippedComplete: &ShippedSampler{Offsets: comp, EdgeRule: "mean"}}
-	own := flow.TimeOffsets{Jump: -0.01}
-	type grid struct {
-		steps int
-		shift float64
-	}
-	tunedGrid := grid{70, 1.4}
-	for _, c := range []struct {
-		name     string
-		o        Options
-		offsets  flow.TimeOffsets
-		edgeRule string
-		grid     grid
-	}{
-		{"shipped models", Options{}, tuned, "and", tunedGrid},
-		{"no expert", Options{ExpertPath: NoExpert}, flow.TimeOffsets{}, "", grid{}},
-		{"no expert, offsets given", Options{ExpertPath: NoExpert, Offsets: &own}, own, "", grid{}},
-		{"own expert", Options{ExpertPath: "e.safetensors"}, flow.TimeOffsets{}, "", grid{}},
-		{"own flow", Options{FlowPath: "f.safetensors"}, flow.TimeOffsets{}, "", grid{}},
-		{"trained here", Options{Train: true}, flow.TimeOffsets{}, "", grid{}},
-		{"shipped models, offsets given", Options{Offsets: &own}, own, "and", tunedGrid},
-		{"shipped models, zero offsets given", Options{Offsets: &flow.TimeOffsets{}}, flow.TimeOffsets{}, "and", tunedGrid},
-		{"shipped models, rule given", Options{EdgeRule: "or"}, tuned, "", tunedGrid},
-		{"shipped models, steps given", Options{Steps: 100}, tuned, "and", grid{}},
-		{"shipped models, shift given", Options{TimeShift: 1}, tuned, "and", grid{}},
-		{"constrained, shipped models", Options{Constrained: true}, con, "", grid{}},
-		{"constrained, offsets given", Options{Constrained: true, Offsets: &own}, own, "", grid{}},
-		{"completed, shipped models", Options{Complete: true}, comp, "mean", grid{}},
-		{"completed, rule given", Options{Complete: true, EdgeRule: "or"}, comp, "", grid{}},
-		{"completed, own flow", Options{Complete: true, FlowPath: "f.safetensors"}, flow.TimeOffsets{}, "", grid{}},
-	} {
-		set := c.o.shippedSettings(spec)
-		if set.Offsets != c.offsets || set.EdgeRule != c.edgeRule || (grid{set.Steps, set.TimeShift}) != c.grid {
-			t.Errorf("%s: %+v, %q, grid %d/%g; want %+v, %q, grid %+v", c.name, set.Offsets, set.EdgeRule, set.Steps, set.TimeShift, c.offsets, c.edgeRule, c.grid)
-		}
-	}
-}
-
-// TestShippedSettingsUnconstrainedOnly checks that a dataset without
-// settings for constrained decoding gets none under constraints.
-func TestShippedSettingsUnconstrainedOnly(t *testing.T) {
-	margin := 1.25
-	spec := Spec{Shipped: ShippedSampler{Offsets: flow.TimeOffsets{Jump: -0.02}, EdgeRule: "and", EdgeMargin: &margin}}
-	if set := (Options{}).shippedSettings(spec); set.EdgeMargin == nil || *set.EdgeMargin != margin {
-		t.Errorf("the tuned edge margin did not apply: %+v", set)
-	}
-	own := 0.5
-	if set := (Options{EdgeMargin: &own}).shippedSettings(spec); set.EdgeMargin != nil {
-		t.Errorf("the tuned edge margin replaced the one given: %v", *set.EdgeMargin)
-	}
-	if set := (Options{Constrained: true}).shippedSettings(spec); set.Offsets != (flow.TimeOffsets{}) || set.EdgeRule != "" || set.EdgeMargin != nil {
-		t.Errorf("constrained decoding got the unconstrained settings: %+v", set)
-	}
-	if set := (Options{Complete: true}).shippedSettings(spec); set.EdgeMargin == nil || *set.EdgeMargin != margin || set.EdgeRule != "and" {
-		t.Errorf("completion without its own settings did not get the unconstrained ones: %+v", set)
-	}
-}
-
-// TestExpertBand checks an expert band's sampler options: one expert to the
-// data, the flow taking over again at Until, and bands that cannot be.
-func TestExpertBand(t *testing.T) {
-	m, e := &flow.Model{}, &flow.Model{}
-	for _, c := range []struct {
-		band ExpertBand
-		opts int
-		desc string
-		err  string
-	}{
-		{ExpertBand{From: 0.45, Until: 0.72}, 2, "expert E from 0.45 until 0.72", ""},
-		{ExpertBand{From: 0.95}, 1, "expert E from 0.95", ""},
-		{ExpertBand{From: 0.5, Until: 1}, 2, "expert E from 0.5 until 1", ""},
-		{ExpertBand{From: 0, Until: 0.5}, 0, "", "first time"},
-		{ExpertBand{From: 1}, 0, "", "first time"},
-		{ExpertBand{From: math.NaN()}, 0, "", "first time"},
-		{ExpertBand{From: 0.5, Until: 0.5}, 0, "", "end after it starts"},
-		{ExpertBand{From: 0.5, Until: 0.4}, 0, "", "end after it starts"},
-		{ExpertBand{From: 0.5, Until: 1.5}, 0, "", "end after it starts"},
-	} {
-		opts, desc, err := c.band.Options(m, e, "E")
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Errorf("%+v: error %v, want one containing %q", c.band, err, c.err)
-			}
-			continue
-		}
-		if err != nil || len(opts) != c.opts || desc != c.desc {
-			t.Errorf("%+v: %d options, %q, %v; want %d, %q", c.band, len(opts), desc, err, c.opts, c.desc)
-		}
-	}
-	if _, _, err := ShippedMOSESExpert.Options(m, nil, "E"); err == nil {
-		t.Error("a band without its expert was accepted")
-	}
-}
-
-// TestLoadShippedExpert checks that a flow with no expert beside it gets
-// none, and that a damaged expert file is an error, not a silent absence.
-func TestLoadShippedExpert(t *testing.T) {
-	dir := t.TempDir()
-	flowPath := filepath.Join(dir, flow.ModelFile)
-	if e, p, err := LoadShippedExpert(flowPath, nil); e != nil || p != "" || err != nil {
-		t.Errorf("no expert file: %v, %q, %v; want none", e, p, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ExpertFile), []byte("not a checkpoint"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := LoadShippedExpert(flowPath, nil); err == nil || !strings.Contains(err.Error(), "expert denoiser") {
-		t.Errorf("damaged expert file: error %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"lgflow/flow"
@@ -24,7 +25,7 @@ type Report struct {
 	NSamples      int     `json:"n_samples"`
 	SampleSeconds float64 `json:"sample_seconds"`
 	// Steps, Method, EdgeRule, EdgeMargin, Temperature and FinalJump are the sampler settings
-	// the run set; 0 and "" mean flow.Sample's defaults.
+	// the run sampled with (the recipe's and the run's own); 0 and "" mean flow.Sample's defaults.
 	Steps int `json:"steps"`
 	// TimeShift is the time grid's warp (flow.WithTimeShift), if any.
 	TimeShift float64 `json:"time_shift,omitempty"`
@@ -83,12 +84,16 @@ type Report struct {
 	IsoTimeouts int                `json:"iso_timeouts,omitempty"`
 	// TrainedHere is true when the models were trained by this run.
 	TrainedHere bool `json:"trained_here"`
+	// Recipe names the recipe of the bundle's sampler.json the run sampled
+	// with ("default", "constrained", "complete"), if any.
+	Recipe string `json:"recipe,omitempty"`
 	// Models names the checkpoints used.
 	Models struct {
 		VAE  string `json:"vae"`
 		Flow string `json:"flow"`
-		// Expert is the data-end expert denoiser (flow.WithExpert), used
-		// from ExpertFrom on, if any.
+		// Expert is the expert denoiser (flow.WithExpert), used from
+		// ExpertFrom on, if any (several: comma-separated, ExpertFrom the
+		// first's).
 		Expert     string  `json:"expert,omitempty"`
 		ExpertFrom float64 `json:"expert_from,omitempty"`
 	} `json:"models"`
@@ -99,13 +104,45 @@ type Report struct {
 }
 
 func newReport(spec Spec, o Options, n int) *Report {
-	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Steps: o.Steps, TimeShift: o.TimeShift, Method: o.Method, Seed: o.Seed,
-		EdgeMargin: o.EdgeMargin, Temperature: o.Temperature, FinalJump: o.FinalJump, Hardware: hardware(),
+	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Seed: o.Seed, Hardware: hardware(),
 		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained, Reencode: o.Reencode}
 	if o.Constrained {
 		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint ("+spec.ConstraintName+"), which the paper's sampler does not do; validity is then partly by construction")
 	}
-	if f := o.fill(spec); f != nil && !math.IsInf(*f, 1) {
+	if o.Stochasticity != 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("stochastic steps: each Euler step replaces a share %g of the estimated noise by fresh noise (flow.WithStochasticity); the paper integrates the ODE", o.Stochasticity))
+	}
+	if o.Reencode > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("re-encoding search: each decoded graph compared with its variants in its %d least confident pairs, keeping the one whose encoding is nearest to the latents (vae.WithReencode); not the paper's decoder", o.Reencode))
+	}
+	return r
+}
+
+// setSampling records the settings a run samples with (Options.sampling),
+// from the bundle in dir where they come from its recipe.
+func (r *Report) setSampling(sm *sampling, o Options, dir string) {
+	s := sm.s
+	r.Steps, r.TimeShift, r.Method, r.EdgeMargin = s.Steps, s.TimeShift, string(s.Method), s.EdgeMargin
+	r.Temperature, r.FinalJump, r.Stochasticity = s.Temperature, s.FinalJump, s.Stochasticity
+	r.EdgeRule = s.EdgeRule
+	if t := s.Offsets; !t.Zero() {
+		r.TimeOffsets = &t
+	}
+	if sm.recipe != "" {
+		r.Recipe = sm.recipe
+		r.Notes = append(r.Notes, fmt.Sprintf("sampler: the %s recipe of %s (%s), chosen on the validation split for these models, with the settings given for this run in place of its own; the paper's sampler integrates 100 uniform steps with one denoiser and the or rule (-expert none -final-jump 1)",
+			sm.recipe, filepath.Join(dir, flow.RecipeFile), strings.Join(s.Describe(), ", ")))
+	}
+	if s.Steps > 0 || s.TimeShift > 0 && s.TimeShift != 1 {
+		steps, shift := cmp.Or(s.Steps, flow.DefaultSteps), cmp.Or(s.TimeShift, 1)
+		// dt/du is s at the noise and 1/s at the data.
+		r.Notes = append(r.Notes, fmt.Sprintf("time grid: %d steps warped by t = s·u/(1+(s-1)·u), s = %g (flow.WithTimeShift): steps of %.3g near the noise and %.3g near the data",
+			steps, shift, shift/float64(steps), 1/(shift*float64(steps))))
+	}
+	if t := s.Offsets; !t.Zero() {
+		r.Notes = append(r.Notes, fmt.Sprintf("time offsets: the denoiser evaluated at shifted times (steps from %g on: %+g; the final jump: %+g; flow.WithTimeOffsets); the paper evaluates it at the grid's times", t.From, t.Step, t.Jump))
+	}
+	if f := sm.fill; f != nil && !math.IsInf(*f, 1) {
 		r.Fill, r.Complete = f, o.Complete
 		if o.Complete {
 			r.Notes = append(r.Notes, fmt.Sprintf("completion: the samples that decode valid gain the missing pairs of edge confidence at least %g, most confident first, while they stay valid (vae.WithEdgeCompletion); invalid samples stay as decoded; the paper's decoder does not do this", *f))
@@ -113,56 +150,25 @@ func newReport(spec Spec, o Options, n int) *Report {
 			r.Notes = append(r.Notes, fmt.Sprintf("edge fill: the missing pairs of edge confidence at least %g added back, most confident first, while the constraint holds (vae.WithEdgeFill)", *f))
 		}
 	}
-	if o.Stochasticity != 0 {
-		r.Stochasticity = o.Stochasticity
-		r.Notes = append(r.Notes, fmt.Sprintf("stochastic steps: each Euler step replaces a share %g of the estimated noise by fresh noise (flow.WithStochasticity); the paper integrates the ODE", o.Stochasticity))
-	}
-	if o.Reencode > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("re-encoding search: each decoded graph compared with its variants in its %d least confident pairs, keeping the one whose encoding is nearest to the latents (vae.WithReencode); not the paper's decoder", o.Reencode))
-	}
-	if o.EdgeRule != "" {
-		if rule, err := vae.ParseEdgeRule(o.EdgeRule); err == nil {
-			r.EdgeRule = rule.String()
+	var experts []string
+	for _, e := range s.Experts {
+		p := filepath.Join(dir, e.File)
+		experts = append(experts, p)
+		band := fmt.Sprintf("from time %g", e.From)
+		if e.Until > 0 {
+			band += fmt.Sprintf(" until %g", e.Until)
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("expert denoiser: %s the denoiser is a second LG-Flow (%s; flow.WithExpert); the paper samples with one denoiser", band, p))
+		if r.Models.ExpertFrom == 0 {
+			r.Models.ExpertFrom = e.From
 		}
 	}
-	return r
-}
-
-// setShipped records the time offsets, edge rule and margin of a run's
-// tuned settings (Options.shippedSettings; zero fields: none); tuned says
-// its offsets are the dataset's for the shipped models, not the run's own.
-func (r *Report) setShipped(s ShippedSampler, tuned bool) {
-	if s.Steps > 0 || s.TimeShift > 0 {
-		r.Steps, r.TimeShift = s.Steps, s.TimeShift
-		steps, shift := cmp.Or(s.Steps, 100), cmp.Or(s.TimeShift, 1)
-		// dt/du is s at the noise and 1/s at the data.
-		r.Notes = append(r.Notes, fmt.Sprintf("time grid: %d steps warped by t = s·u/(1+(s-1)·u), s = %g (flow.WithTimeShift): steps of %.3g near the noise and %.3g near the data, chosen on the validation split for the shipped models; the paper integrates 100 uniform steps of 0.01 (-steps 100 -time-shift 1)",
-			steps, shift, shift/float64(steps), 1/(shift*float64(steps))))
+	if sm.expert != nil {
+		experts = append(experts, o.ExpertPath)
+		r.Models.ExpertFrom = o.expertFrom()
+		r.Notes = append(r.Notes, fmt.Sprintf("expert denoiser: from time %g the denoiser is a second LG-Flow (%s; flow.WithExpert); the paper samples with one denoiser", o.expertFrom(), o.ExpertPath))
 	}
-	if t := s.Offsets; !t.Zero() {
-		r.TimeOffsets = &t
-		how := "given for this run"
-		if tuned {
-			how = "chosen on the validation split for the shipped models"
-		}
-		r.Notes = append(r.Notes, fmt.Sprintf("time offsets: the denoiser evaluated at shifted times (steps from %g on: %+g; the final jump: %+g; flow.WithTimeOffsets), %s; the paper evaluates it at the grid's times", t.From, t.Step, t.Jump, how))
-	}
-	if s.EdgeRule != "" {
-		if rule, err := vae.ParseEdgeRule(s.EdgeRule); err == nil {
-			r.EdgeRule = rule.String()
-		}
-		r.Notes = append(r.Notes, fmt.Sprintf("edge rule %s: chosen on the validation split for the shipped models (the reference decodes with or; -edge-rule or)", r.EdgeRule))
-	}
-	if s.EdgeMargin != nil {
-		r.EdgeMargin = s.EdgeMargin
-		r.Notes = append(r.Notes, fmt.Sprintf("edge margin %g: chosen on the validation split for the shipped models (the LG-VAE's own otherwise; -edge-margin)", *s.EdgeMargin))
-	}
-}
-
-// setExpert records the expert denoiser a run sampled with.
-func (r *Report) setExpert(path string, from float64) {
-	r.Models.Expert, r.Models.ExpertFrom = path, from
-	r.Notes = append(r.Notes, fmt.Sprintf("data-end expert: from time %g the denoiser is a second LG-Flow fine-tuned near the data (%s; flow.WithExpert); the paper samples with one denoiser", from, path))
+	r.Models.Expert = strings.Join(experts, ",")
 }
 
 func (r *Report) setReconstruction(a vae.Accuracy) {

@@ -272,17 +272,19 @@ func selectTraining(device string, tf32 bool) (tensor.Backend, func() string, er
 }
 
 func runSample(ctx context.Context, args []string) error {
-	fs := newFlagSet("sample", "lgflow sample -vae V -flow F -n N [-steps S] [-final-jump T] [-temperature τ] [-seed S] [-method euler|heun] [-edge-rule or|and|mean] [-format g6|nodelink|smiles] -o OUT")
-	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors)")
-	flowPath := fs.String("flow", "", "trained LG-Flow (flow.safetensors)")
+	fs := newFlagSet("sample", "lgflow sample (-model DIR [-recipe NAME] | -vae V -flow F) -n N [-steps S] [-final-jump T] [-temperature τ] [-seed S] [-method euler|heun] [-edge-rule or|and|mean] [-format g6|nodelink|smiles] -o OUT")
+	modelDir := fs.String("model", "", "model bundle: a directory holding vae.safetensors, flow.safetensors, its experts and sampler.json, the sampling recipe, which the flags given override one by one (flow.Open; e.g. pretrained/planar)")
+	recipe := fs.String("recipe", "", "with -model: the recipe's alternative to sample with (e.g. constrained, complete; none: flow.Sample's defaults, the recipe ignored)")
+	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors); with -model: instead of the bundle's (a decoder fine-tuned since)")
+	flowPath := fs.String("flow", "", "trained LG-Flow (flow.safetensors), without a recipe")
 	n := fs.Int("n", 256, "number of graphs")
-	steps := fs.Int("steps", 0, "integration steps (default: flow.Sample's)")
+	steps := fs.Int("steps", 0, "integration steps (default: the recipe's, else flow.Sample's)")
 	finalJump := fs.Float64("final-jump", 0, "integrate to this time in (0.01, 1], then take the denoiser's one-step estimate of the data (default: flow.Sample's, 0.95; 1: none, the reference sampler)")
 	temperature := fs.Float64("temperature", 0, "scale of the initial noise (default 1; below 1: more often valid, less diverse)")
 	timeShift := fs.Float64("time-shift", 0, "warp the time grid toward shorter steps near the data, t = s·u/(1+(s-1)·u) (default 1: uniform)")
 	stochasticity := fs.Float64("stochasticity", 0, "share of the estimated noise each Euler step replaces by fresh noise, in [0, 1] (flow.WithStochasticity; default 0: the deterministic ODE)")
 	seed := fs.Uint64("seed", 0, "seed")
-	batch := fs.Int("batch", 256, "graphs integrated together")
+	batch := fs.Int("batch", 256, "graphs integrated together (not given: the recipe's, else 256)")
 	method := fs.String("method", "", "integrator: euler or heun (default: flow.Sample's)")
 	edgeRule := fs.String("edge-rule", "", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one (default: flow.Sample's)")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own, 0 under a planar, forest, dag or tree constraint; 0: the argmax; larger: fewer spurious edges)")
@@ -306,8 +308,13 @@ func runSample(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *vaePath == "" || *flowPath == "" {
-		return usagef("need -vae and -flow")
+	switch {
+	case *modelDir != "" && *flowPath != "":
+		return usagef("-model and -flow exclude each other (a bundle holds its flow)")
+	case *modelDir == "" && (*vaePath == "" || *flowPath == ""):
+		return usagef("need -model, or -vae and -flow")
+	case *modelDir == "" && *recipe != "":
+		return usagef("-recipe needs -model")
 	}
 	expertSpecs, err := experts.parse()
 	if err != nil {
@@ -317,7 +324,13 @@ func runSample(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	opts := []flow.SampleOption{flow.WithSeed(*seed), flow.WithBatchSize(*batch), flow.WithProgress(progress.Bar(stderr, "sampling"))}
+	opts := []flow.SampleOption{flow.WithSeed(*seed), flow.WithProgress(progress.Bar(stderr, "sampling"))}
+	if set["recipe"] {
+		opts = append(opts, flow.WithRecipe(*recipe))
+	}
+	if set["batch"] {
+		opts = append(opts, flow.WithBatchSize(*batch))
+	}
 	if set["steps"] {
 		opts = append(opts, flow.WithSteps(*steps))
 	}
@@ -336,8 +349,8 @@ func runSample(ctx context.Context, args []string) error {
 	if set["method"] {
 		opts = append(opts, flow.WithMethod(flow.Method(*method)))
 	}
-	if off := offsets.offsets(); !off.Zero() {
-		opts = append(opts, flow.WithTimeOffsets(off))
+	if set["step-offset"] || set["step-offset-from"] || set["jump-offset"] {
+		opts = append(opts, flow.WithTimeOffsets(offsets.offsets()))
 	}
 	if set["edge-rule"] {
 		rule, err := vae.ParseEdgeRule(*edgeRule)
@@ -366,24 +379,31 @@ func runSample(ctx context.Context, args []string) error {
 	if *reencode != 0 {
 		opts = append(opts, flow.WithDecodeOptions(vae.WithReencode(*reencode, *reencodeRounds)))
 	}
-	ae, err := vae.Load(*vaePath)
+	var ae *vae.Model
+	if *vaePath != "" {
+		if ae, err = vae.Load(*vaePath); err != nil {
+			return err
+		}
+	}
+	var m *flow.Model
+	if *modelDir != "" {
+		m, err = flow.OpenWith(*modelDir, ae)
+	} else {
+		m, err = flow.Load(*flowPath, ae)
+	}
 	if err != nil {
 		return err
 	}
 	var enc *mol.Encoding
 	if fmtName == formatSMILES {
-		if enc, err = molEncoding(*molName, ae.Cfg); err != nil {
+		if enc, err = molEncoding(*molName, m.VAE.Cfg); err != nil {
 			return err
 		}
-	}
-	m, err := flow.Load(*flowPath, ae)
-	if err != nil {
-		return err
 	}
 	if err := m.ToBackend(backend); err != nil {
 		return err
 	}
-	expertOpts, err := expertOptions(expertSpecs, ae, backend)
+	expertOpts, err := expertOptions(expertSpecs, m.VAE, backend)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func newModelFlags(fs *flag.FlagSet) *modelFlags {
 		refineHd:    fs.Int("refine-heads", 4, "attention heads of the latent refinement network (with -refine)"),
 		noiseSpread: fs.Bool("latent-noise-spread", false, "override: draw each graph's decoder noise level from [0, latent-noise]"),
 		symLogits:   fs.Bool("symmetric-logits", false, "override: average the (i, j) and (j, i) edge logits of undirected graphs"),
-		norm:        fs.String("norm", "", "override: layer, batch or none"),
+		norm:        fs.String("norm", "", "override: layer, graph, batch or none"),
 		flips:       fs.Bool("sign-flips", false, "override: random eigenvector sign flips in training"),
 		scaleEig:    fs.Bool("scale-eigvecs", false, "override: scale eigenvectors by sqrt(n)"),
 		bucket:      fs.Bool("bucket-by-size", false, "override: batches of graphs of similar sizes (less padding; for datasets of very different sizes such as ego and tpu)"),
@@ -158,7 +158,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	initPath := fs.String("init", "", "start from this LG-VAE's weights (fine-tuning; same architecture)")
 	freeze := fs.Bool("freeze-encoder", false, "train the decoder only (with -init or -resume): the latent space, and flows trained in it, stay valid")
 	valNoise := fs.Float64("val-noise", 0, "validate with this much latent noise (x latent std), keeping the most tolerant decoder")
-	device := fs.String("device", "cpu", "where the training steps run: cpu or cuda (an NVIDIA GPU; LayerNorm presets)")
+	device := fs.String("device", "cpu", "where the training steps run: cpu or cuda (an NVIDIA GPU; layer and graph norms)")
 	tf32 := fs.Bool("tf32", true, "with -device cuda on compute capability 8.0 or newer: float32 matrix products in TensorFloat-32 (-tf32=false: exact float32)")
 	perturbFlow := fs.String("perturb-flow", "", "with -freeze-encoder: train the decoder on latents this LG-Flow's sampler produces from partway (flow.safetensors trained in the -init model's latent space)")
 	perturbMin := fs.Float64("perturb-tmin", 0.8, "with -perturb-flow: earliest time the latents are noised to")

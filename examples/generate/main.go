@@ -1,7 +1,9 @@
 // Command generate runs lgflow's whole pipeline on any dataset of the
 // LG-Flow paper: data, LG-VAE, latents, LG-Flow, samples and evaluation.
-// By default it loads the models shipped in pretrained/<dataset>; -train
-// trains them from scratch (cpu presets, resumable, with time budgets).
+// By default it opens the model bundle shipped in pretrained/<dataset>
+// and samples with its recipe (sampler.json; -constrained and -complete
+// select its alternatives of those names); -train trains the models from
+// scratch (cpu presets, resumable, with time budgets).
 // It prints the paper's table for the dataset with this run's row on top.
 //
 //	go run ./examples/generate -dataset planar       # shipped models: sample + evaluate

@@ -23,10 +23,11 @@
 // (pyrrole, imidazole, uracil: 10% of MOSES's molecules); -infer-nh 0 is
 // the paper's decoding, which rejects them (mol.InferAromaticNH).
 //
-// The shipped models sample at temperature 0.8 and with the mid-path
-// expert denoiser shipped beside the flow (pretrained/moses/flow-expert.safetensors,
-// from t = 0.4 to 0.75: pipeline.ShippedMOSESExpert); -temperature 1
-// -expert none is the paper's sampler.
+// The shipped models are a bundle (flow.Open) and sample with its recipe,
+// pretrained/moses/sampler.json: temperature 0.8 and the mid-path expert
+// denoiser shipped beside the flow (flow-expert.safetensors, from t = 0.4
+// to 0.75); the flags given replace the recipe's settings one by one, and
+// -temperature 1 -expert none is the paper's sampler.
 //
 // It writes into -out (default out/moses): report.json and samples.smi
 // (one line per sample: canonical SMILES, or "None" if it did not decode
@@ -44,6 +45,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,10 +67,10 @@ type options struct {
 	out, data, vaePath, flowPath string
 	n, steps, batch              int
 	temperature                  float64
-	temperatureSet               bool // -temperature was given
+	set                          map[string]bool // the flags given
 	constrained                  bool
 	expertPath                   string
-	expertBand                   pipeline.ExpertBand
+	expertFrom, expertUntil      float64
 	inferNH                      int
 	seed                         uint64
 	train                        bool
@@ -75,6 +78,7 @@ type options struct {
 	vaeSteps, flowSteps          int
 	maxTrain, refN               int
 	device                       string
+	bundle                       string // the shipped bundle's directory
 	backend                      tensor.Backend
 }
 
@@ -85,14 +89,14 @@ func main() {
 	flag.StringVar(&o.vaePath, "vae", "", "LG-VAE checkpoint to use instead of training one")
 	flag.StringVar(&o.flowPath, "flow", "", "LG-Flow checkpoint to use instead of training one (needs -vae)")
 	flag.IntVar(&o.n, "n", 1000, "molecules to sample")
-	flag.IntVar(&o.steps, "steps", 100, "sampler steps")
-	flag.Float64Var(&o.temperature, "temperature", 1, "scale of the initial noise (1: the paper's sampler; lower: more valid, less diverse molecules); not given, the shipped models sample at 0.8 unless -constrained")
+	flag.IntVar(&o.steps, "steps", 100, "sampler steps (not given: the recipe's with the shipped models)")
+	flag.Float64Var(&o.temperature, "temperature", 1, "scale of the initial noise (1: the paper's sampler; lower: more valid, less diverse molecules); not given, the shipped models sample at their recipe's, 0.8, unless -constrained")
 	flag.BoolVar(&o.constrained, "constrained", false, "decode under the valence bound (no atom with more bonds than its element allows) and read aromatic bonds that cannot be kekulised as single bonds (mol.Encoding.RepairAromaticity); not the paper's sampler")
-	flag.StringVar(&o.expertPath, "expert", "", "LG-Flow expert denoiser used from -expert-from until -expert-until (flow.WithExpert; default: the mid-path expert shipped beside the shipped flow, when sampling the shipped models unconstrained; none: no expert, the paper's sampler)")
-	flag.Float64Var(&o.expertBand.From, "expert-from", pipeline.ShippedMOSESExpert.From, "with an expert: its first time")
-	flag.Float64Var(&o.expertBand.Until, "expert-until", pipeline.ShippedMOSESExpert.Until, "with an expert: the time the flow's own denoiser takes over again (0: the expert to the end)")
+	flag.StringVar(&o.expertPath, "expert", "", "LG-Flow expert denoiser used from -expert-from until -expert-until (flow.WithExpert; default: the recipe's, the mid-path expert shipped beside the shipped flow, when sampling the shipped models unconstrained; none: no expert, the paper's sampler)")
+	flag.Float64Var(&o.expertFrom, "expert-from", 0.4, "with -expert: its first time (not given with the recipe's expert: the recipe's)")
+	flag.Float64Var(&o.expertUntil, "expert-until", 0.75, "with -expert: the time the flow's own denoiser takes over again (0: the expert to the end; not given with the recipe's expert: the recipe's)")
 	flag.IntVar(&o.inferNH, "infer-nh", mol.DefaultInferNH, "read up to N aromatic nitrogens as [nH] where a molecule cannot be kekulised otherwise: the encoding carries no hydrogens (mol.InferAromaticNH; 0: the paper's decoding, which loses 10% of MOSES's own molecules)")
-	flag.IntVar(&o.batch, "batch", 256, "sampling batch size")
+	flag.IntVar(&o.batch, "batch", 256, "sampling batch size (not given: the recipe's with the shipped models)")
 	flag.Uint64Var(&o.seed, "seed", 0, "sampling seed")
 	flag.BoolVar(&o.train, "train", false, "train even when pretrained/moses holds models")
 	flag.DurationVar(&o.vaeTime, "vae-time", 10*time.Minute, "stop LG-VAE training after this long (0: run the preset's steps)")
@@ -103,7 +107,8 @@ func main() {
 	flag.IntVar(&o.refN, "ref-n", 0, "use the first N test_scaffolds molecules as SNN / scaffold reference (0: all 176,225)")
 	flag.StringVar(&o.device, "device", "cpu", "where training steps and the denoiser run: cpu or cuda (an NVIDIA GPU)")
 	flag.Parse()
-	flag.Visit(func(f *flag.Flag) { o.temperatureSet = o.temperatureSet || f.Name == "temperature" })
+	o.set = map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	var err error
 	if o.backend, err = cuda.Select(o.device); err != nil {
 		fmt.Fprintln(os.Stderr, "moses:", err)
@@ -119,33 +124,69 @@ func main() {
 	}
 }
 
-// expert returns the sampler options of the run's expert denoiser, if
-// any, and their description: -expert's file, or the one shipped beside
-// the shipped flow when the run samples the shipped models unconstrained.
-func expert(o options, fm *flow.Model, ae *vae.Model, flowPath string, shipped bool) ([]flow.SampleOption, string, error) {
-	var e *flow.Model
-	var file string
-	var err error
-	switch o.expertPath {
-	case pipeline.NoExpert:
-		return nil, "", nil
-	case "":
-		if !shipped || o.constrained {
-			return nil, "", nil
+// sampler returns the sampler settings of a run with the flow fm: the
+// recipe of the shipped bundle (flow.Open) unless decoding is constrained,
+// else flow.Sample's defaults, with the flags given in place of its
+// settings; and the options of -expert's denoiser with its band, if any,
+// with their description.
+func sampler(o options, fm *flow.Model, shipped bool) (flow.Sampler, []flow.SampleOption, string, error) {
+	var s flow.Sampler
+	if shipped && !o.constrained && fm.Recipe != nil {
+		s = fm.Recipe.Sampler
+	}
+	if o.set["steps"] || s.Steps == 0 {
+		s.Steps = o.steps
+	}
+	if o.set["batch"] || s.BatchSize == 0 {
+		s.BatchSize = o.batch
+	}
+	if o.set["temperature"] || s.Temperature == 0 {
+		s.Temperature = o.temperature
+	}
+	s.Experts = slices.Clone(s.Experts)
+	switch {
+	case o.expertPath == pipeline.NoExpert:
+		s.Experts = nil
+	case o.expertPath != "":
+		s.Experts = nil
+		e, err := flow.Load(o.expertPath, fm.VAE)
+		if err != nil {
+			return s, nil, "", fmt.Errorf("-expert: %w", err)
 		}
-		if e, file, err = pipeline.LoadShippedExpert(flowPath, ae); err != nil || e == nil {
-			return nil, "", err
+		if err := e.ToBackend(o.backend); err != nil {
+			return s, nil, "", err
 		}
-	default:
-		file = o.expertPath
-		if e, err = flow.Load(file, ae); err != nil {
-			return nil, "", fmt.Errorf("-expert: %w", err)
+		band := flow.Expert{File: o.expertPath, From: o.expertFrom, Until: o.expertUntil}
+		if err := (flow.Sampler{Experts: []flow.Expert{{File: "expert", From: band.From, Until: band.Until}}}).Validate(); err != nil {
+			return s, nil, "", fmt.Errorf("-expert-from, -expert-until: %w", err)
+		}
+		opts := []flow.SampleOption{flow.WithExpert(e, band.From)}
+		desc := fmt.Sprintf("expert %s from %g", band.File, band.From)
+		if band.Until > 0 {
+			opts = append(opts, flow.WithExpert(fm, band.Until))
+			desc += fmt.Sprintf(" until %g", band.Until)
+		}
+		return s, opts, desc, s.Validate()
+	case len(s.Experts) == 1:
+		if o.set["expert-from"] {
+			s.Experts[0].From = o.expertFrom
+		}
+		if o.set["expert-until"] {
+			s.Experts[0].Until = o.expertUntil
 		}
 	}
-	if err := e.ToBackend(o.backend); err != nil {
-		return nil, "", err
+	if err := s.Validate(); err != nil {
+		return s, nil, "", err
 	}
-	return o.expertBand.Options(fm, e, file)
+	var desc []string
+	for _, e := range s.Experts {
+		d := fmt.Sprintf("expert %s from %g", filepath.Join(o.bundle, e.File), e.From)
+		if e.Until > 0 {
+			d += fmt.Sprintf(" until %g", e.Until)
+		}
+		desc = append(desc, d)
+	}
+	return s, nil, strings.Join(desc, ", "), nil
 }
 
 // Report is what report.json holds. Rates are fractions in [0, 1];
@@ -261,10 +302,11 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 
 	vaePath, flowPath := o.vaePath, o.flowPath
-	shipped := false // the models are pretrained/moses's
+	shipped := false // the models are pretrained/moses's, a bundle
 	if vaePath == "" && !o.train {
 		if dir, err := pipeline.PretrainedDir(); err == nil {
-			v, f := filepath.Join(dir, "moses", "vae.safetensors"), filepath.Join(dir, "moses", "flow.safetensors")
+			o.bundle = filepath.Join(dir, "moses")
+			v, f := filepath.Join(o.bundle, vae.ModelFile), filepath.Join(o.bundle, flow.ModelFile)
 			if exists(v) && exists(f) {
 				vaePath, flowPath, shipped = v, f, true
 			}
@@ -315,7 +357,12 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	fm, err := flow.Load(flowPath, ae)
+	var fm *flow.Model
+	if shipped {
+		fm, err = flow.OpenWith(o.bundle, ae)
+	} else {
+		fm, err = flow.Load(flowPath, ae)
+	}
 	if err != nil {
 		return err
 	}
@@ -323,24 +370,21 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep.Models.VAE, rep.Models.Flow = vaePath, flowPath
-	if shipped && !o.temperatureSet && !o.constrained {
-		o.temperature = pipeline.ShippedMOSES.Temperature
-		rep.Temperature = o.temperature
-		note("temperature %g: the shipped models' default (chosen on seed 10; -temperature 1 for the paper's sampler)", o.temperature)
-	}
-
-	start := time.Now()
-	sopts := []flow.SampleOption{flow.WithSeed(o.seed), flow.WithSteps(o.steps), flow.WithBatchSize(o.batch),
-		flow.WithTemperature(o.temperature), flow.WithProgress(bar(stderr, "sampling"))}
-	if o.constrained {
-		sopts = append(sopts, flow.WithDecodeOptions(vae.WithEdgeConstraint(mol.MOSES.DatasetValenceOK)))
-	}
-	expertOpts, expertDesc, err := expert(o, fm, ae, flowPath, shipped)
+	s, expertOpts, expertDesc, err := sampler(o, fm, shipped)
 	if err != nil {
 		return err
 	}
-	if len(expertOpts) > 0 {
-		sopts = append(sopts, expertOpts...)
+	rep.Steps, rep.Temperature = s.Steps, s.Temperature
+	if shipped && !o.constrained && !o.set["temperature"] && fm.Recipe != nil && fm.Recipe.Sampler.Temperature > 0 {
+		note("temperature %g: the shipped models' recipe (%s; chosen on seed 10; -temperature 1 for the paper's sampler)", s.Temperature, filepath.Join(o.bundle, flow.RecipeFile))
+	}
+
+	start := time.Now()
+	sopts := append([]flow.SampleOption{flow.WithSampler(s), flow.WithSeed(o.seed), flow.WithProgress(bar(stderr, "sampling"))}, expertOpts...)
+	if o.constrained {
+		sopts = append(sopts, flow.WithDecodeOptions(vae.WithEdgeConstraint(mol.MOSES.DatasetValenceOK)))
+	}
+	if expertDesc != "" {
 		rep.Models.Expert = expertDesc
 		note("%s (not the paper's sampler; -expert none samples without it)", expertDesc)
 	}

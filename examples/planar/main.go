@@ -1,7 +1,10 @@
 // Command planar is lgflow's end-to-end example on Extended Planar graphs
-// (64 nodes): it loads the LG-VAE and LG-Flow models shipped in
-// pretrained/planar, samples graphs, evaluates them against the test split
-// and prints the results beside the paper's.
+// (64 nodes): it opens the model bundle shipped in pretrained/planar (the
+// LG-VAE, the LG-Flow, its expert and sampler.json, the sampling recipe),
+// samples graphs with the recipe, evaluates them against the test split and
+// prints the results beside the paper's. flow.Sample(ctx, m, 256,
+// flow.WithSeed(s)) on flow.Open("pretrained/planar") gives the graphs of
+// -seed s; the sampler flags replace the recipe's settings one by one.
 //
 //	go run ./examples/planar                 # sample + evaluate (a few minutes on 2 cores)
 //	go run ./examples/planar -train          # the whole pipeline: data, LG-VAE, LG-Flow, sampling, evaluation

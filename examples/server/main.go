@@ -11,21 +11,17 @@
 //
 //	model   the model's name (default: -name, the models of -vae and -flow)
 //	n       graphs to sample, 1 to -max-n (default 1)
-//	seed    the sampling seed (default 0): a model named after a dataset
-//	        samples as that dataset's example does with its shipped models
-//	        (the data-end expert shipped beside the flow, if any, and the
-//	        tuned sampler settings, pipeline.ShippedOptions), so n = 256 and
-//	        a seed give the graphs examples/planar gives (a model named
-//	        moses: temperature 0.8, pipeline.ShippedMOSES, and the
-//	        mid-path expert shipped beside the flow, if any, in
-//	        pipeline.ShippedMOSESExpert's band, as examples/moses samples
-//	        its shipped models); with -complete,
-//	        the graphs examples/planar -complete gives (models of datasets
-//	        whose samples can be completed; pipeline.CompletedOptions);
-//	        with -plain, as flow.Sample and lgflow sample do by default
+//	seed    the sampling seed (default 0). A model is a bundle (flow.Open:
+//	        the LG-VAE, the flow, its experts and sampler.json, the
+//	        sampling recipe), and samples with its recipe: the shipped
+//	        pretrained/planar with n = 256 and a seed gives the graphs
+//	        go run ./examples/planar gives, pretrained/moses samples as
+//	        examples/moses does; with -recipe NAME, models whose recipe has
+//	        that alternative sample with it (-recipe complete: the graphs
+//	        examples/planar -complete gives); with -plain, every model
+//	        samples as flow.Sample and lgflow sample do without a recipe
 //	steps   Euler steps on a uniform grid, 1 to -max-steps (default: the
-//	        model's grid: the tuned one where the model samples as its
-//	        dataset's example does, else 100 uniform steps)
+//	        model's grid: its recipe's, else 100 uniform steps)
 //	format  graph6 (one line per graph, the default), json (node-link
 //	        objects under "graphs"), smiles (molecule models: one canonical
 //	        SMILES per line, None where a graph is no valid molecule;
@@ -40,10 +36,11 @@
 // requests finish for up to -shutdown-timeout, then cancels them.
 //
 // Paths are relative to the working directory: run it from the
-// repository root, or pass -vae and -flow.
+// repository root, or pass -model.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -61,21 +58,20 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph/mol"
-	"lgflow/pipeline"
 	"lgflow/vae"
 )
 
 // options are the command-line flags.
 type options struct {
-	addr, name, vaePath, flowPath, models string
-	lim                                   limits
-	shutdownTimeout                       time.Duration
-	// plain samples every model with flow.Sample's defaults, without the
-	// dataset's shipped expert and tuned settings.
+	addr, name, dir, vaePath, flowPath, models string
+	lim                                        limits
+	shutdownTimeout                            time.Duration
+	// plain samples every model with flow.Sample's defaults, without its
+	// recipe (flow.NoRecipe).
 	plain bool
-	// complete completes the valid samples of the models whose dataset
-	// allows it (pipeline.CompletedOptions).
-	complete bool
+	// recipe selects the recipes' alternative of this name for the models
+	// that have one (flow.WithRecipe; "": the recipes' default).
+	recipe string
 	// inferNH is the mol.InferAromaticNH bound molecule models decode
 	// SMILES with.
 	inferNH int
@@ -84,12 +80,14 @@ type options struct {
 func main() {
 	o := options{lim: defaultLimits(runtime.GOMAXPROCS(0))}
 	flag.StringVar(&o.addr, "addr", "localhost:8080", "listen address")
-	flag.StringVar(&o.name, "name", "planar", "name of the model given by -vae and -flow (the default model)")
-	flag.StringVar(&o.vaePath, "vae", "pretrained/planar/vae.safetensors", "LG-VAE checkpoint of the default model")
-	flag.StringVar(&o.flowPath, "flow", "pretrained/planar/flow.safetensors", "LG-Flow checkpoint of the default model")
-	flag.StringVar(&o.models, "models", "", "more models, name=DIR,... where DIR holds vae.safetensors and flow.safetensors (e.g. moses=pretrained/moses)")
-	flag.BoolVar(&o.complete, "complete", false, "models named after a dataset whose samples can be completed (planar) complete their valid samples, as examples/planar -complete (pipeline.CompletedOptions; not the paper's decoder)")
-	flag.BoolVar(&o.plain, "plain", false, "sample with flow.Sample's defaults (the flow alone, the paper's sampler) instead of a named dataset's shipped expert and tuned settings (pipeline.ShippedOptions)")
+	flag.StringVar(&o.name, "name", "planar", "name of the default model, -model's (or -vae and -flow's)")
+	flag.StringVar(&o.dir, "model", "pretrained/planar", "bundle of the default model: a directory holding vae.safetensors, flow.safetensors, its experts and sampler.json, the sampling recipe (flow.Open)")
+	flag.StringVar(&o.vaePath, "vae", "", "LG-VAE checkpoint of the default model, with -flow, instead of -model (no recipe: flow.Sample's defaults)")
+	flag.StringVar(&o.flowPath, "flow", "", "LG-Flow checkpoint of the default model, with -vae")
+	flag.StringVar(&o.models, "models", "", "more models, name=DIR,... where DIR is a bundle (e.g. moses=pretrained/moses)")
+	flag.StringVar(&o.recipe, "recipe", "", "models whose recipe has this alternative sample with it (e.g. complete: planar completes its valid samples as examples/planar -complete; constrained)")
+	complete := flag.Bool("complete", false, "the same as -recipe complete (not the paper's decoder)")
+	flag.BoolVar(&o.plain, "plain", false, "sample every model with flow.Sample's defaults (the flow alone, the paper's sampler) instead of its recipe")
 	flag.IntVar(&o.inferNH, "infer-nh", mol.DefaultInferNH, "molecule models: read up to N aromatic nitrogens as [nH] where a molecule cannot be kekulised otherwise, since the encoding carries no hydrogens (mol.InferAromaticNH; 0: the paper's decoding)")
 	flag.IntVar(&o.lim.MaxN, "max-n", o.lim.MaxN, "most graphs per request")
 	flag.IntVar(&o.lim.MaxSteps, "max-steps", o.lim.MaxSteps, "most integration steps per request")
@@ -99,6 +97,9 @@ func main() {
 	flag.DurationVar(&o.lim.QueueWait, "queue-wait", o.lim.QueueWait, "how long a request waits for a slot before 503")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long running requests may take to finish")
 	flag.Parse()
+	if *complete {
+		o.recipe = "complete"
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -170,10 +171,12 @@ func run(ctx context.Context, o options, log *slog.Logger, ready chan<- string) 
 	return nil
 }
 
-// loadModels loads the default model and those of -models.
+// loadModels loads the default model and those of -models, each with the
+// sampler options of its recipe (the alternative of -recipe where it has
+// one; none under -plain).
 func loadModels(o options) ([]*model, error) {
-	type spec struct{ name, vae, flow string }
-	specs := []spec{{o.name, o.vaePath, o.flowPath}}
+	type spec struct{ name, dir string }
+	specs := []spec{{o.name, o.dir}}
 	for _, item := range strings.Split(o.models, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -183,52 +186,55 @@ func loadModels(o options) ([]*model, error) {
 		if !ok || name == "" || dir == "" {
 			return nil, fmt.Errorf("-models: %q is not name=DIR", item)
 		}
-		specs = append(specs, spec{name, filepath.Join(dir, "vae.safetensors"), filepath.Join(dir, "flow.safetensors")})
+		specs = append(specs, spec{name, dir})
 	}
 	var out []*model
-	for _, sp := range specs {
-		ae, err := vae.Load(sp.vae)
-		if err != nil {
-			return nil, hint(err)
+	for i, sp := range specs {
+		var fm *flow.Model
+		var err error
+		if i == 0 && (o.vaePath != "" || o.flowPath != "") {
+			fm, err = loadPair(o.vaePath, o.flowPath)
+		} else {
+			fm, err = flow.Open(sp.dir)
 		}
-		fm, err := flow.Load(sp.flow, ae)
 		if err != nil {
 			return nil, hint(err)
 		}
 		md := newModel(sp.name, fm, o.inferNH)
-		if spec, err := pipeline.Lookup(sp.name); err == nil && !o.plain {
-			shipped := pipeline.ShippedOptions
-			if o.complete && spec.CanComplete() {
-				shipped = pipeline.CompletedOptions
+		switch {
+		case o.plain || fm.Recipe == nil:
+			md.opts = []flow.SampleOption{flow.WithRecipe(flow.NoRecipe)}
+			md.settings = []string{"flow.Sample's defaults"}
+		default:
+			name := ""
+			if _, ok := fm.Recipe.Alternatives[o.recipe]; ok {
+				name = o.recipe
 			}
-			if md.opts, md.settings, err = shipped(spec, sp.flow, ae); err != nil {
-				return nil, err
-			}
-		} else if sp.name == "moses" && md.mol == mol.MOSES && !o.plain {
-			if md.opts, md.settings, err = pipeline.ShippedMOSES.Options(); err != nil {
-				return nil, err
-			}
-			e, file, err := pipeline.LoadShippedExpert(sp.flow, ae)
-			if err != nil {
-				return nil, err
-			}
-			if e != nil {
-				opts, desc, err := pipeline.ShippedMOSESExpert.Options(fm, e, file)
-				if err != nil {
-					return nil, err
-				}
-				md.opts, md.settings = append(md.opts, opts...), append(md.settings, desc)
-			}
+			s, _ := fm.Recipe.Lookup(name)
+			md.opts = []flow.SampleOption{flow.WithRecipe(name)}
+			md.settings = append([]string{fmt.Sprintf("recipe %q of %s", cmp.Or(name, "default"), filepath.Join(sp.dir, flow.RecipeFile))}, s.Describe()...)
 		}
 		out = append(out, md)
 	}
 	return out, nil
 }
 
+// loadPair loads an LG-VAE and a flow bound to it, without a recipe.
+func loadPair(vaePath, flowPath string) (*flow.Model, error) {
+	if vaePath == "" || flowPath == "" {
+		return nil, errors.New("-vae and -flow go together")
+	}
+	ae, err := vae.Load(vaePath)
+	if err != nil {
+		return nil, err
+	}
+	return flow.Load(flowPath, ae)
+}
+
 // hint adds where the shipped models are to a missing-file error.
 func hint(err error) error {
 	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w\n(run from the repository root, or pass -vae and -flow)", err)
+		return fmt.Errorf("%w\n(run from the repository root, or pass -model)", err)
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,6 @@ import (
 	"lgflow/graph"
 	"lgflow/graph/mol"
 	"lgflow/graph/planar"
-	"lgflow/pipeline"
 	"lgflow/vae"
 )
 
@@ -532,50 +532,46 @@ func running(t *testing.T, url string) float64 {
 	return h.Running
 }
 
-// TestShippedSettings checks that a model named after a dataset samples
-// with the dataset's shipped expert and tuned settings, as
-// examples/planar does, and with flow.Sample's defaults under -plain.
-func TestShippedSettings(t *testing.T) {
-	m := loadShipped(t, "planar")
-	if len(m.settings) != 6 {
-		t.Fatalf("settings %q, want the expert, steps, time shift, time offsets, edge rule and margin", m.settings)
+// TestBundleRecipe checks that a bundle samples with its recipe, the
+// settings examples/planar samples the shipped planar models with, a
+// request's steps replacing its grid; and with flow.Sample's defaults
+// under -plain. The settings are spelled out here on the flow loaded
+// without its bundle.
+func TestBundleRecipe(t *testing.T) {
+	m, plain := loadShipped(t, "planar", "")
+	if len(m.settings) != 8 || !strings.Contains(m.settings[0], `recipe "default"`) {
+		t.Fatalf("settings %q, want the recipe, steps, time shift, time offsets, batch, expert, edge rule and margin", m.settings)
 	}
-	body := sampleOne(t, m, `{"n": 3, "seed": 7, "steps": 12}`)
 	expert, err := flow.Load("../../pretrained/planar/flow-expert.safetensors", m.flow.VAE)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := flow.Sample(context.Background(), m.flow, 3, flow.WithSeed(7), flow.WithSteps(12),
-		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}),
-		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.25))
+	tuned := []flow.SampleOption{flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}),
+		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.25)}
+	body := sampleOne(t, m, `{"n": 3, "seed": 7, "steps": 12}`)
+	want, err := flow.Sample(context.Background(), plain, 3, append([]flow.SampleOption{flow.WithSeed(7), flow.WithSteps(12)}, tuned...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGraph6(t, body, want)
 
-	// Without steps, the request samples on the tuned grid, as examples/planar.
+	// Without steps, the request samples on the recipe's grid, as examples/planar.
 	body = sampleOne(t, m, `{"n": 2, "seed": 7}`)
-	want, err = flow.Sample(context.Background(), m.flow, 2, flow.WithSeed(7), flow.WithSteps(70), flow.WithTimeShift(1.43),
-		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}),
-		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.25))
+	want, err = flow.Sample(context.Background(), plain, 2, append([]flow.SampleOption{flow.WithSeed(7), flow.WithSteps(70), flow.WithTimeShift(1.43)}, tuned...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGraph6(t, body, want)
 }
 
-// TestCompletedSettings checks -complete: a planar model samples with the
-// expert, the settings tuned for completion and the completion of its
-// valid samples, and gives the graphs of flow.Sample with those options.
+// TestCompletedSettings checks -recipe complete (-complete): a planar
+// model samples with the expert, the settings tuned for completion and the
+// completion of its valid samples, and gives the graphs of flow.Sample
+// with those options.
 func TestCompletedSettings(t *testing.T) {
-	o := options{name: "planar", vaePath: "../../pretrained/planar/vae.safetensors", flowPath: "../../pretrained/planar/flow.safetensors", complete: true}
-	models, err := loadModels(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := models[0]
-	if len(m.settings) != 7 || !strings.Contains(m.settings[6], "completion") {
-		t.Fatalf("settings %q, want the expert, steps, time shift, time offsets, edge rule, margin and completion", m.settings)
+	m, plainFlow := loadShipped(t, "planar", "complete")
+	if len(m.settings) != 10 || !strings.Contains(m.settings[0], `recipe "complete"`) || !strings.Contains(m.settings[8], "completion") {
+		t.Fatalf("settings %q, want the recipe, steps, time shift, time offsets, batch, expert, edge rule, margin, completion and its bound", m.settings)
 	}
 	body := sampleOne(t, m, `{"n": 4, "seed": 3, "steps": 12}`)
 	expert, err := flow.Load("../../pretrained/planar/flow-expert.safetensors", m.flow.VAE)
@@ -583,14 +579,14 @@ func TestCompletedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	valid := func(g *graph.Graph) bool { return graph.IsConnected(g) && planar.IsPlanar(g) }
-	want, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(3), flow.WithSteps(12),
+	want, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(3), flow.WithSteps(12),
 		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}),
 		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.5), flow.WithDecodeOptions(vae.WithEdgeCompletion(valid, -4)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGraph6(t, body, want)
-	plain, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(3), flow.WithSteps(12),
+	plain, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(3), flow.WithSteps(12),
 		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}),
 		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.5))
 	if err != nil {
@@ -624,31 +620,28 @@ func sampleOne(t *testing.T, m *model, req string) []byte {
 	return body
 }
 
-// TestShippedMOSESSettings checks that a model named moses samples as
-// examples/moses does with the shipped models (pipeline.ShippedMOSES:
-// temperature 0.8, and the mid-path expert shipped beside the flow in
-// pipeline.ShippedMOSESExpert's band), and with flow.Sample's defaults
-// under -plain.
+// TestShippedMOSESSettings checks that the MOSES bundle samples as
+// examples/moses samples the shipped models (its recipe: temperature 0.8,
+// and the mid-path expert from 0.4 until 0.75).
 func TestShippedMOSESSettings(t *testing.T) {
-	m := loadShipped(t, "moses")
-	band := pipeline.ShippedMOSESExpert
-	wantExpert := fmt.Sprintf("expert %s from %g until %g", "../../pretrained/moses/"+pipeline.ExpertFile, band.From, band.Until)
-	if len(m.settings) != 2 || m.settings[0] != "temperature 0.8" || m.settings[1] != wantExpert {
+	m, plainFlow := loadShipped(t, "moses", "")
+	wantExpert := "expert flow-expert.safetensors from 0.4 until 0.75"
+	if !slices.Contains(m.settings, "temperature 0.8") || !slices.Contains(m.settings, wantExpert) {
 		t.Fatalf("settings %q, want temperature 0.8 and %q", m.settings, wantExpert)
 	}
-	expert, err := flow.Load("../../pretrained/moses/"+pipeline.ExpertFile, m.flow.VAE)
+	expert, err := flow.Load("../../pretrained/moses/flow-expert.safetensors", m.flow.VAE)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 10 steps: the grid's steps from 0.4 to 0.7 are the expert's.
 	body := sampleOne(t, m, `{"n": 4, "seed": 7, "steps": 10}`)
-	want, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(7), flow.WithSteps(10), flow.WithTemperature(0.8),
-		flow.WithExpert(expert, band.From), flow.WithExpert(m.flow, band.Until))
+	want, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(7), flow.WithSteps(10), flow.WithTemperature(0.8),
+		flow.WithExpert(expert, 0.4), flow.WithExpert(plainFlow, 0.75))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGraph6(t, body, want)
-	plain, err := flow.Sample(context.Background(), m.flow, 4, flow.WithSeed(7), flow.WithSteps(10), flow.WithTemperature(0.8))
+	plain, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(7), flow.WithSteps(10), flow.WithTemperature(0.8))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -664,14 +657,18 @@ func TestShippedMOSESSettings(t *testing.T) {
 	}
 }
 
-// loadShipped loads the shipped models of a dataset as the server does
-// for a model of that name, and checks that under -plain they sample with
-// flow.Sample's defaults.
-func loadShipped(t *testing.T, name string) *model {
+// loadShipped loads the shipped bundle of a dataset as the server does for
+// -model (with -recipe recipe), checks that under -plain it samples as the
+// flow loaded without its bundle does, and returns the model and that flow.
+func loadShipped(t *testing.T, name, recipe string) (*model, *flow.Model) {
 	t.Helper()
 	dir := "../../pretrained/" + name
-	o := options{name: name, vaePath: dir + "/vae.safetensors", flowPath: dir + "/flow.safetensors"}
+	o := options{name: name, dir: dir, recipe: recipe}
 	models, err := loadModels(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainFlow, err := flow.Load(dir+"/flow.safetensors", models[0].flow.VAE)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -680,8 +677,10 @@ func loadShipped(t *testing.T, name string) *model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plain[0].opts) != 0 {
-		t.Fatalf("-plain: settings %q", plain[0].settings)
+	want, err := flow.Sample(context.Background(), plainFlow, 2, flow.WithSeed(1), flow.WithSteps(3), flow.WithTimeShift(1))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return models[0]
+	checkGraph6(t, sampleOne(t, plain[0], `{"n": 2, "seed": 1, "steps": 3}`), want)
+	return models[0], plainFlow
 }

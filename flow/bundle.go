@@ -1,0 +1,68 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"lgflow/vae"
+)
+
+// Open loads the model bundle in dir: the LG-VAE (vae.safetensors), the
+// flow bound to it (ModelFile, which must have been trained in that
+// autoencoder's latent space), the sampling recipe (RecipeFile,
+// sampler.json; docs/bundle.md) and the expert denoisers the recipe names.
+// Sample then starts from the recipe's settings, so that
+//
+//	m, err := flow.Open("pretrained/planar")
+//	graphs, err := flow.Sample(ctx, m, 16, flow.WithSeed(42))
+//
+// samples with the model's best measured settings; options override them
+// one by one, and WithRecipe selects a named alternative. A directory
+// without a sampler.json opens with no recipe: Sample's own defaults, as a
+// model from Load.
+func Open(dir string) (*Model, error) { return OpenWith(dir, nil) }
+
+// OpenWith is Open with the LG-VAE ae instead of the bundle's (nil: the
+// bundle's vae.safetensors): for example the bundle's autoencoder with a
+// decoder fine-tuned since, whose encoder the flow was trained with.
+func OpenWith(dir string, ae *vae.Model) (*Model, error) {
+	r, err := LoadRecipe(filepath.Join(dir, RecipeFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		r, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("flow: %w", err)
+	}
+	if ae == nil {
+		if ae, err = vae.Load(filepath.Join(dir, vae.ModelFile)); err != nil {
+			return nil, fmt.Errorf("flow: bundle %s: %w", dir, err)
+		}
+	}
+	m, err := Load(filepath.Join(dir, ModelFile), ae)
+	if err != nil {
+		return nil, fmt.Errorf("flow: bundle %s: %w", dir, err)
+	}
+	if r == nil {
+		return m, nil
+	}
+	m.Recipe, m.experts = r, map[string]*Model{}
+	samplers := []Sampler{r.Sampler}
+	for _, name := range r.Names() {
+		samplers = append(samplers, r.Alternatives[name])
+	}
+	for _, s := range samplers {
+		for _, e := range s.Experts {
+			if m.experts[e.File] != nil {
+				continue
+			}
+			em, err := Load(filepath.Join(dir, e.File), ae)
+			if err != nil {
+				return nil, fmt.Errorf("flow: bundle %s: expert denoiser of %s: %w", dir, RecipeFile, err)
+			}
+			m.experts[e.File] = em
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,525 @@
+package flow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"lgflow/graph"
+	"lgflow/graph/planar"
+	"lgflow/internal/atomicfile"
+	"lgflow/vae"
+)
+
+// RecipeFile is the name of a bundle's sampling recipe (Open).
+const RecipeFile = "sampler.json"
+
+// RecipeFormat is the format tag of the sampler.json files this version
+// reads and writes (docs/bundle.md).
+const RecipeFormat = "lgflow-sampler/1"
+
+// NoRecipe is the WithRecipe name that ignores a model's recipe: Sample's
+// own defaults, the paper's sampler (a model from Load has no recipe).
+const NoRecipe = "none"
+
+// DefaultSteps and DefaultBatchSize are Sample's number of steps and batch
+// size where neither the recipe nor an option sets them.
+const (
+	DefaultSteps     = 100
+	DefaultBatchSize = 256
+)
+
+// Recipe is a bundle's sampling recipe, the contents of its sampler.json
+// (docs/bundle.md): the sampler settings Sample uses by default, named
+// alternatives (WithRecipe), and the facts of the model card.
+type Recipe struct {
+	// Format is RecipeFormat.
+	Format string `json:"format"`
+	// Sampler are the settings of Sample without WithRecipe.
+	Sampler Sampler `json:"sampler"`
+	// Alternatives are other settings by name (for example "constrained"
+	// and "complete"), selected with WithRecipe. Each is complete in
+	// itself: what it leaves out takes Sample's defaults, not Sampler's.
+	Alternatives map[string]Sampler `json:"alternatives,omitempty"`
+	// Card describes the model.
+	Card Card `json:"card,omitzero"`
+}
+
+// Card holds the facts of a model card.
+type Card struct {
+	// Dataset names the data the model was trained on.
+	Dataset string `json:"dataset,omitempty"`
+	// Training says briefly how the model was trained.
+	Training string `json:"training,omitempty"`
+	// Figures are measured figures by name (for example "vun" in %, or
+	// "constrained.orbit" as MMD² × 1e3), measured as Measured says.
+	Figures map[string]float64 `json:"figures,omitempty"`
+	// Measured says how Figures were measured: the command, seeds, machine.
+	Measured string `json:"measured,omitempty"`
+}
+
+// Sampler are the settings of one sampling recipe. The zero value is
+// Sample's defaults, the paper's sampler with the final jump at
+// DefaultFinalJump; each field's zero value means "Sample's default".
+type Sampler struct {
+	// Steps is the number of integration steps (WithSteps; 0: DefaultSteps).
+	Steps int `json:"steps,omitempty"`
+	// Grid is "uniform" (the default) or "random" (WithRandomGrid).
+	Grid string `json:"grid,omitempty"`
+	// TimeShift warps the uniform grid (WithTimeShift; 0: none).
+	TimeShift float64 `json:"time_shift,omitempty"`
+	// FinalJump is the final jump's time (WithFinalJump; 0:
+	// DefaultFinalJump; 1: none).
+	FinalJump float64 `json:"final_jump,omitempty"`
+	// Method is the integrator (WithMethod; "": Euler).
+	Method Method `json:"method,omitempty"`
+	// Offsets are the denoiser's time offsets (WithTimeOffsets).
+	Offsets TimeOffsets `json:"time_offsets,omitzero"`
+	// Stochasticity is WithStochasticity's eta (0: the deterministic ODE).
+	Stochasticity float64 `json:"stochasticity,omitempty"`
+	// Temperature scales the initial noise (WithTemperature; 0: 1).
+	Temperature float64 `json:"temperature,omitempty"`
+	// BatchSize is the number of graphs integrated together
+	// (WithBatchSize; 0: DefaultBatchSize). With a seed, it is part of
+	// what decides the graphs.
+	BatchSize int `json:"batch_size,omitempty"`
+	// Experts are expert denoisers of the bundle and their time bands
+	// (WithExpert).
+	Experts []Expert `json:"experts,omitempty"`
+	// EdgeRule is the decoder's rule for undirected edges, "or", "and" or
+	// "mean" (WithEdgeRule; "": or).
+	EdgeRule string `json:"edge_rule,omitempty"`
+	// EdgeMargin replaces the LG-VAE's edge margin (WithEdgeMargin; nil:
+	// the decoder's default).
+	EdgeMargin *float64 `json:"edge_margin,omitempty"`
+	// Constraints decode under constraints, valid by construction there
+	// (WithDecodeOptions): "planar", "forest" and "dag" keep each decoded
+	// graph so (vae.WithEdgeConstraint), "tree" decodes spanning trees
+	// (vae.WithSpanningTree), "connected" joins components
+	// (vae.WithConnected).
+	Constraints []string `json:"constraints,omitempty"`
+	// Complete completes the decoded graphs that have all these properties
+	// ("planar", "connected", "forest", "dag"): missing pairs of confidence
+	// at least Fill are added while the properties hold
+	// (vae.WithEdgeCompletion). It excludes Constraints.
+	Complete []string `json:"complete,omitempty"`
+	// Fill is the confidence bound (logit over no-edge) of Complete, or of
+	// the edge fill under a "planar", "forest" or "dag" constraint
+	// (vae.WithEdgeFill); nil: no fill.
+	Fill *float64 `json:"fill,omitempty"`
+}
+
+// Expert is an expert denoiser of a bundle and the times it is used at:
+// from From on until Until (0: to the end), where the flow's own denoiser
+// takes over again.
+type Expert struct {
+	// File is the expert's checkpoint, a file name in the bundle.
+	File  string  `json:"file"`
+	From  float64 `json:"from"`
+	Until float64 `json:"until,omitempty"`
+}
+
+// edgeProperties are the graph properties that constraints keep and
+// completions test, by name.
+var edgeProperties = map[string]func(*graph.Graph) bool{
+	"planar": planar.IsPlanar, "forest": graph.IsForest, "dag": graph.IsDAG,
+}
+
+// Validate reports whether r can be used, with the key of the first
+// setting that cannot.
+func (r *Recipe) Validate() error {
+	if r.Format != RecipeFormat {
+		return fmt.Errorf("format: %q is not %q", r.Format, RecipeFormat)
+	}
+	for _, k := range sortedKeys(r.Card.Figures) {
+		if v := r.Card.Figures[k]; math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("card.figures.%s: %g is not a finite number", k, v)
+		}
+	}
+	if err := r.Sampler.validate(); err != nil {
+		return fmt.Errorf("sampler.%w", err)
+	}
+	for _, name := range sortedKeys(r.Alternatives) {
+		if !validName(name) || name == NoRecipe {
+			return fmt.Errorf("alternatives: %q is no name for an alternative (lower-case letters, digits, - and _; not %q)", name, NoRecipe)
+		}
+		s := r.Alternatives[name]
+		if err := s.validate(); err != nil {
+			return fmt.Errorf("alternatives.%s.%w", name, err)
+		}
+	}
+	return nil
+}
+
+// Lookup returns the settings of an alternative, or Sampler for "".
+func (r *Recipe) Lookup(name string) (Sampler, bool) {
+	if name == "" {
+		return r.Sampler, true
+	}
+	s, ok := r.Alternatives[name]
+	return s, ok
+}
+
+// Names lists the recipe's alternatives, sorted.
+func (r *Recipe) Names() []string { return sortedKeys(r.Alternatives) }
+
+// Validate reports whether s can be used, naming the key of the first
+// setting that cannot.
+func (s Sampler) Validate() error { return s.validate() }
+
+// validate is Validate with errors that begin with the key.
+func (s Sampler) validate() error {
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case s.Steps < 0 || s.Steps > 100000:
+		return fmt.Errorf("steps: %d is outside [1, 100000] (0: %d)", s.Steps, DefaultSteps)
+	case s.Grid != "" && s.Grid != "uniform" && s.Grid != "random":
+		return fmt.Errorf("grid: %q is neither uniform nor random", s.Grid)
+	case !(s.TimeShift >= 0 && s.TimeShift <= 100):
+		return fmt.Errorf("time_shift: %g is outside (0, 100] (0: none)", s.TimeShift)
+	case s.TimeShift != 0 && s.TimeShift != 1 && s.Grid == "random":
+		return errors.New("time_shift: a time shift warps the uniform grid, not the random one")
+	case s.FinalJump != 0 && !(s.FinalJump > 0.01 && s.FinalJump <= 1):
+		return fmt.Errorf("final_jump: %g is outside (0.01, 1] (0: %g)", s.FinalJump, DefaultFinalJump)
+	case s.Method != "" && s.Method != Euler && s.Method != Heun:
+		return fmt.Errorf("method: %q is neither euler nor heun", s.Method)
+	case !(s.Offsets.Step > -1 && s.Offsets.Step < 1):
+		return fmt.Errorf("time_offsets.step: %g is outside (-1, 1)", s.Offsets.Step)
+	case !(s.Offsets.Jump > -1 && s.Offsets.Jump < 1):
+		return fmt.Errorf("time_offsets.jump: %g is outside (-1, 1)", s.Offsets.Jump)
+	case !(s.Offsets.From >= 0 && s.Offsets.From < 1):
+		return fmt.Errorf("time_offsets.from: %g is outside [0, 1)", s.Offsets.From)
+	case !s.Offsets.Zero() && s.Method == Heun:
+		return errors.New("time_offsets: time offsets need the euler method")
+	case !(s.Stochasticity >= 0 && s.Stochasticity <= 1):
+		return fmt.Errorf("stochasticity: %g is outside [0, 1]", s.Stochasticity)
+	case s.Stochasticity > 0 && s.Method == Heun:
+		return errors.New("stochasticity: stochastic steps need the euler method")
+	case !(s.Temperature >= 0 && s.Temperature <= 10):
+		return fmt.Errorf("temperature: %g is outside (0, 10] (0: 1)", s.Temperature)
+	case s.BatchSize < 0 || s.BatchSize > 1<<20:
+		return fmt.Errorf("batch_size: %d is outside [1, %d] (0: %d)", s.BatchSize, 1<<20, DefaultBatchSize)
+	case s.EdgeMargin != nil && !finite(*s.EdgeMargin):
+		return fmt.Errorf("edge_margin: %g is not a finite number", *s.EdgeMargin)
+	case s.Fill != nil && math.IsNaN(*s.Fill):
+		return errors.New("fill: NaN is not a number")
+	}
+	if s.EdgeRule != "" {
+		if _, err := vae.ParseEdgeRule(s.EdgeRule); err != nil {
+			return fmt.Errorf("edge_rule: %q is not or, and or mean", s.EdgeRule)
+		}
+	}
+	if err := validateExperts(s.Experts); err != nil {
+		return err
+	}
+	edgeConstraint := false
+	for i, c := range s.Constraints {
+		_, keep := edgeProperties[c]
+		switch {
+		case !keep && c != "tree" && c != "connected":
+			return fmt.Errorf("constraints[%d]: %q is not planar, forest, dag, tree or connected", i, c)
+		case slices.Index(s.Constraints, c) != i:
+			return fmt.Errorf("constraints[%d]: %q is given twice", i, c)
+		}
+		edgeConstraint = edgeConstraint || keep
+	}
+	for i, c := range s.Complete {
+		_, ok := edgeProperties[c]
+		switch {
+		case !ok && c != "connected":
+			return fmt.Errorf("complete[%d]: %q is not planar, connected, forest or dag", i, c)
+		case slices.Index(s.Complete, c) != i:
+			return fmt.Errorf("complete[%d]: %q is given twice", i, c)
+		}
+	}
+	switch {
+	case len(s.Complete) > 0 && len(s.Constraints) > 0:
+		return errors.New("complete: completion and constraints exclude each other (a constraint completes every graph with fill)")
+	case len(s.Complete) > 0 && s.Fill == nil:
+		return errors.New("complete: a completion needs its confidence bound, fill")
+	case s.Fill != nil && len(s.Complete) == 0 && !edgeConstraint:
+		return errors.New("fill: an edge fill needs a planar, forest or dag constraint, or complete")
+	}
+	return nil
+}
+
+// validateExperts checks the experts' files and bands: bands in (0, 1]
+// that do not overlap, and only the last without an end.
+func validateExperts(es []Expert) error {
+	order := make([]int, len(es))
+	for i, e := range es {
+		order[i] = i
+		switch {
+		case e.File == "" || e.File != filepath.Base(e.File) || e.File == "." || e.File == ".." || strings.ContainsAny(e.File, `/\`):
+			return fmt.Errorf("experts[%d].file: %q is not a file name in the bundle", i, e.File)
+		case !(e.From > 0 && e.From <= 1):
+			return fmt.Errorf("experts[%d].from: %g is outside (0, 1]", i, e.From)
+		case e.Until != 0 && !(e.Until > e.From && e.Until <= 1):
+			return fmt.Errorf("experts[%d].until: %g is outside (from = %g, 1] (0: to the end)", i, e.Until, e.From)
+		}
+	}
+	sort.Slice(order, func(a, b int) bool { return es[order[a]].From < es[order[b]].From })
+	for k := 1; k < len(order); k++ {
+		prev, e := es[order[k-1]], es[order[k]]
+		if prev.Until == 0 || prev.Until > e.From {
+			return fmt.Errorf("experts[%d].from: %g is inside the band of experts[%d] (from %g until %g; 0: the end)", order[k], e.From, order[k-1], prev.From, prev.Until)
+		}
+	}
+	return nil
+}
+
+// validName reports whether name is a name for an alternative.
+func validName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// LoadRecipe reads and validates a sampler.json. Unknown keys, values out
+// of range and formats other than RecipeFormat are errors that name the
+// file and the key.
+func LoadRecipe(path string) (*Recipe, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := ParseRecipe(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+// ParseRecipe decodes and validates the JSON of a sampler.json
+// (LoadRecipe).
+func ParseRecipe(b []byte) (*Recipe, error) {
+	// The format first: a newer file's keys are not unknown, they are
+	// another version's.
+	var head struct {
+		Format *string `json:"format"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("not a sampling recipe: %w", err)
+	}
+	switch {
+	case head.Format == nil:
+		return nil, fmt.Errorf("format: missing (want %q)", RecipeFormat)
+	case *head.Format != RecipeFormat:
+		return nil, fmt.Errorf("format: %q is not %q, the format this version of lgflow reads", *head.Format, RecipeFormat)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var r Recipe
+	if err := dec.Decode(&r); err != nil {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, fmt.Errorf("unknown key %s (docs/bundle.md lists the keys of %s)", field, RecipeFormat)
+		}
+		return nil, err
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Save validates r and writes it to path as indented JSON, atomically.
+func (r *Recipe) Save(path string) error {
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("flow: recipe for %s: %w", path, err)
+	}
+	return atomicfile.WriteJSON(path, r)
+}
+
+// apply sets o to s's settings, with the experts of m's bundle.
+func (s Sampler) apply(o *sampleOptions, m *Model) error {
+	if err := s.validate(); err != nil {
+		return fmt.Errorf("flow: sampler settings: %w", err)
+	}
+	if s.Steps > 0 {
+		o.steps = s.Steps
+	}
+	o.randomGrid = s.Grid == "random"
+	if s.TimeShift > 0 {
+		o.shift = s.TimeShift
+	}
+	if s.FinalJump > 0 {
+		o.jumpAt = s.FinalJump
+	}
+	if s.Method != "" {
+		o.method = s.Method
+	}
+	o.offsets = s.Offsets
+	o.eta = s.Stochasticity
+	if s.Temperature > 0 {
+		o.temp = s.Temperature
+	}
+	if s.BatchSize > 0 {
+		o.batch = s.BatchSize
+	}
+	if s.EdgeRule != "" {
+		o.edgeRule, _ = vae.ParseEdgeRule(s.EdgeRule)
+	}
+	if s.EdgeMargin != nil {
+		v := *s.EdgeMargin
+		o.edgeMargin = &v
+	}
+	o.decode = append(o.decode, s.decodeOptions()...)
+	o.experts = nil
+	handBack := map[float64]bool{}
+	for _, e := range s.Experts {
+		em := m.experts[e.File]
+		if em == nil {
+			return fmt.Errorf("flow: the recipe's expert %s is not part of the model (open its bundle with flow.Open)", e.File)
+		}
+		o.experts = append(o.experts, expert{em, e.From})
+		if e.Until > 0 && e.Until < 1 {
+			handBack[e.Until] = true
+		}
+	}
+	for _, e := range s.Experts {
+		delete(handBack, e.From) // the next band starts where this one ends
+	}
+	for _, t := range sortedFloats(handBack) {
+		o.experts = append(o.experts, expert{m, t})
+	}
+	o.recipeExperts = true
+	return nil
+}
+
+func sortedFloats(set map[float64]bool) []float64 {
+	out := make([]float64, 0, len(set))
+	for t := range set {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// decodeOptions returns the LG-VAE decode options of s's constraints,
+// completion and fill (s valid).
+func (s Sampler) decodeOptions() []vae.DecodeOption {
+	var opts []vae.DecodeOption
+	var keeps []func(*graph.Graph) bool
+	for _, c := range s.Constraints {
+		switch c {
+		case "tree":
+			opts = append(opts, vae.WithSpanningTree())
+		case "connected":
+			opts = append(opts, vae.WithConnected())
+		default:
+			keeps = append(keeps, edgeProperties[c])
+		}
+	}
+	if len(keeps) > 0 {
+		opts = append(opts, vae.WithEdgeConstraint(all(keeps)))
+		if s.Fill != nil {
+			opts = append(opts, vae.WithEdgeFill(*s.Fill))
+		}
+	}
+	if len(s.Complete) > 0 {
+		var tests []func(*graph.Graph) bool
+		for _, c := range s.Complete {
+			if c == "connected" {
+				tests = append(tests, graph.IsConnected)
+			} else {
+				tests = append(tests, edgeProperties[c])
+			}
+		}
+		opts = append(opts, vae.WithEdgeCompletion(all(tests), *s.Fill))
+	}
+	return opts
+}
+
+// all returns the conjunction of tests (the test itself for one).
+func all(tests []func(*graph.Graph) bool) func(*graph.Graph) bool {
+	if len(tests) == 1 {
+		return tests[0]
+	}
+	return func(g *graph.Graph) bool {
+		for _, t := range tests {
+			if !t(g) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// Describe lists s's settings for logs and reports ("70 steps", "time
+// shift 1.43", ...): the ones that differ from Sample's defaults.
+func (s Sampler) Describe() []string {
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if s.Steps > 0 {
+		add("%d steps", s.Steps)
+	}
+	if s.Grid == "random" {
+		add("random grid")
+	}
+	if s.TimeShift > 0 && s.TimeShift != 1 {
+		add("time shift %g", s.TimeShift)
+	}
+	if s.FinalJump > 0 {
+		add("final jump at %g", s.FinalJump)
+	}
+	if s.Method != "" {
+		add("method %s", s.Method)
+	}
+	if !s.Offsets.Zero() {
+		add("time offsets %+v", s.Offsets)
+	}
+	if s.Stochasticity > 0 {
+		add("stochasticity %g", s.Stochasticity)
+	}
+	if s.Temperature > 0 {
+		add("temperature %g", s.Temperature)
+	}
+	if s.BatchSize > 0 {
+		add("batch %d", s.BatchSize)
+	}
+	for _, e := range s.Experts {
+		if e.Until > 0 {
+			add("expert %s from %g until %g", e.File, e.From, e.Until)
+		} else {
+			add("expert %s from %g", e.File, e.From)
+		}
+	}
+	if s.EdgeRule != "" {
+		add("edge rule %s", s.EdgeRule)
+	}
+	if s.EdgeMargin != nil {
+		add("edge margin %g", *s.EdgeMargin)
+	}
+	if len(s.Constraints) > 0 {
+		add("constraints %s", strings.Join(s.Constraints, ","))
+	}
+	if len(s.Complete) > 0 {
+		add("completion of %s graphs", strings.Join(s.Complete, ","))
+	}
+	if s.Fill != nil {
+		add("fill from confidence %g", *s.Fill)
+	}
+	return out
+}

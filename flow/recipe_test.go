@@ -1,0 +1,292 @@
+package flow_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"lgflow/dit"
+	"lgflow/flow"
+	"lgflow/graph"
+	"lgflow/tensor"
+	"lgflow/vae"
+)
+
+// testRecipe is the recipe of writeBundle's bundle: every kind of setting,
+// an expert in a band, and two alternatives.
+func testRecipe() *flow.Recipe {
+	margin, fill := 0.5, -2.0
+	return &flow.Recipe{Format: flow.RecipeFormat,
+		Sampler: flow.Sampler{Steps: 6, TimeShift: 1.5, Offsets: flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}, Temperature: 0.9, BatchSize: 3,
+			Experts: []flow.Expert{{File: "expert.safetensors", From: 0.5, Until: 0.8}}, EdgeRule: "and", EdgeMargin: &margin},
+		Alternatives: map[string]flow.Sampler{
+			"constrained": {Steps: 5, Experts: []flow.Expert{{File: "expert.safetensors", From: 0.9}}, Constraints: []string{"forest"}},
+			"complete":    {Steps: 5, Complete: []string{"connected"}, Fill: &fill},
+		},
+		Card: flow.Card{Dataset: "test", Training: "untrained", Figures: map[string]float64{"vun": 12.5}, Measured: "never"}}
+}
+
+// writeBundle writes a bundle of untrained tiny models with r as its
+// sampler.json (nil: none) into a new directory, and returns it.
+func writeBundle(t *testing.T, r *flow.Recipe) string {
+	t.Helper()
+	dir := t.TempDir()
+	ae := newVAE(t, vaeConfig(), 1)
+	if err := ae.Save(filepath.Join(dir, vae.ModelFile), nil); err != nil {
+		t.Fatal(err)
+	}
+	m := untrainedFlow(t, ae)
+	if err := m.Save(filepath.Join(dir, flow.ModelFile), nil); err != nil {
+		t.Fatal(err)
+	}
+	net, err := dit.New(m.Cfg.DiT, tensor.NewRNG(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := *m
+	e.Net = net
+	if err := e.Save(filepath.Join(dir, "expert.safetensors"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if r != nil {
+		if err := r.Save(filepath.Join(dir, flow.RecipeFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// loadParts loads a bundle's flow and expert by hand (flow.Load: no recipe).
+func loadParts(t *testing.T, dir string) (m, expert *flow.Model) {
+	t.Helper()
+	ae, err := vae.Load(filepath.Join(dir, vae.ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = flow.Load(filepath.Join(dir, flow.ModelFile), ae); err != nil {
+		t.Fatal(err)
+	}
+	if expert, err = flow.Load(filepath.Join(dir, "expert.safetensors"), ae); err != nil {
+		t.Fatal(err)
+	}
+	return m, expert
+}
+
+// TestRecipeRoundTrip writes a recipe into a bundle, reads it back
+// unchanged, opens the bundle and checks that Sample samples with the
+// recipe, that an option replaces one setting, that WithRecipe selects an
+// alternative (or none) and WithSampler other settings: each call gives
+// the graphs of the same settings spelled out as options on the model
+// loaded by hand.
+func TestRecipeRoundTrip(t *testing.T) {
+	r := testRecipe()
+	dir := writeBundle(t, r)
+	back, err := flow.LoadRecipe(filepath.Join(dir, flow.RecipeFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, r) {
+		t.Errorf("recipe read back:\n%+v\nwant\n%+v", back, r)
+	}
+	m, err := flow.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m.Recipe, r) {
+		t.Errorf("opened recipe %+v", m.Recipe)
+	}
+	plain, expert := loadParts(t, dir)
+	latents := func(m *flow.Model, opts ...flow.SampleOption) []*tensor.Tensor {
+		t.Helper()
+		z, err := flow.SampleLatents(context.Background(), m, 5, append([]flow.SampleOption{flow.WithSeed(3)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return z
+	}
+	other, _, _ := otherDenoisers(t, plain, 9)
+	recipe := []flow.SampleOption{flow.WithSteps(6), flow.WithTimeShift(1.5), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}),
+		flow.WithTemperature(0.9), flow.WithBatchSize(3), flow.WithExpert(expert, 0.5), flow.WithExpert(plain, 0.8),
+		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(0.5)}
+	with := func(opts ...flow.SampleOption) []flow.SampleOption { return append(slices.Clone(recipe), opts...) }
+	forest := flow.WithDecodeOptions(vae.WithEdgeConstraint(graph.IsForest))
+	for _, c := range []struct {
+		name           string
+		bundle, byHand []flow.SampleOption
+	}{
+		{"the recipe", nil, recipe},
+		{"steps replaced", []flow.SampleOption{flow.WithSteps(4)}, with(flow.WithSteps(4))},
+		{"temperature replaced", []flow.SampleOption{flow.WithTemperature(1)}, with(flow.WithTemperature(1))},
+		{"edge rule replaced", []flow.SampleOption{flow.WithEdgeRule(vae.EitherDirection)}, with(flow.WithEdgeRule(vae.EitherDirection))},
+		{"experts replaced", []flow.SampleOption{flow.WithExpert(&other, 0.9)},
+			slices.Concat(recipe[:5], recipe[7:], []flow.SampleOption{flow.WithExpert(&other, 0.9)})},
+		{"decode option added", []flow.SampleOption{forest}, with(forest)},
+		{"alternative", []flow.SampleOption{flow.WithRecipe("constrained")}, []flow.SampleOption{flow.WithSteps(5), flow.WithExpert(expert, 0.9), forest}},
+		{"alternative, steps replaced", []flow.SampleOption{flow.WithRecipe("constrained"), flow.WithSteps(3)}, []flow.SampleOption{flow.WithSteps(3), flow.WithExpert(expert, 0.9), forest}},
+		{"completion", []flow.SampleOption{flow.WithRecipe("complete")},
+			[]flow.SampleOption{flow.WithSteps(5), flow.WithDecodeOptions(vae.WithEdgeCompletion(graph.IsConnected, -2))}},
+		{"no recipe", []flow.SampleOption{flow.WithRecipe(flow.NoRecipe)}, nil},
+		{"the default by name", []flow.SampleOption{flow.WithRecipe("constrained"), flow.WithRecipe("")}, recipe},
+		{"settings of one's own", []flow.SampleOption{flow.WithSampler(flow.Sampler{Steps: 7, Grid: "random", FinalJump: 1, Method: flow.Heun})},
+			[]flow.SampleOption{flow.WithSteps(7), flow.WithRandomGrid(), flow.WithFinalJump(1), flow.WithMethod(flow.Heun)}},
+	} {
+		got, err := flow.Sample(context.Background(), m, 5, append([]flow.SampleOption{flow.WithSeed(3)}, c.bundle...)...)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		want, err := flow.Sample(context.Background(), plain, 5, append([]flow.SampleOption{flow.WithSeed(3)}, c.byHand...)...)
+		if err != nil {
+			t.Fatalf("%s, by hand: %v", c.name, err)
+		}
+		if !slices.Equal(g6(got), g6(want)) {
+			t.Errorf("%s: the bundle samples %q, the same settings by hand %q", c.name, g6(got), g6(want))
+		}
+		if !sameLatents(latents(m, c.bundle...), latents(plain, c.byHand...)) {
+			t.Errorf("%s: the bundle samples other latents than the same settings by hand", c.name)
+		}
+	}
+	// The checks are not vacuous: the recipe, an override and the
+	// alternative sample different latents.
+	a, b, c := latents(m), latents(m, flow.WithTemperature(1)), latents(m, flow.WithRecipe("constrained"))
+	if sameLatents(a, b) || sameLatents(a, c) || sameLatents(a, latents(plain)) {
+		t.Error("the temperature, the alternative or the recipe changed no latent")
+	}
+	for _, s := range sample(t, m, 5, flow.WithRecipe("constrained")) {
+		g, err := graph.ParseGraph6(s)
+		if err != nil || !graph.IsForest(g) {
+			t.Errorf("the constrained alternative sampled %s, not a forest", s)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		m    *flow.Model
+		opts []flow.SampleOption
+		want string
+	}{
+		{"unknown alternative", m, []flow.SampleOption{flow.WithRecipe("nope")}, `no alternative "nope"`},
+		{"alternative without a recipe", plain, []flow.SampleOption{flow.WithRecipe("constrained")}, "has no recipe"},
+		{"expert outside the bundle", plain, []flow.SampleOption{flow.WithSampler(r.Sampler)}, "expert.safetensors"},
+		{"bad settings", m, []flow.SampleOption{flow.WithSampler(flow.Sampler{Steps: -2})}, "steps"},
+	} {
+		if _, err := flow.Sample(context.Background(), c.m, 2, c.opts...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	if _, err := flow.Sample(context.Background(), plain, 2, flow.WithRecipe(flow.NoRecipe), flow.WithRecipe("")); err != nil {
+		t.Errorf("no recipe asked of a model without one: %v", err)
+	}
+}
+
+// TestRecipeBad checks that a sampler.json that cannot be used is refused,
+// by LoadRecipe and Open, with an error naming the file and the key.
+func TestRecipeBad(t *testing.T) {
+	const head = `{"format": "lgflow-sampler/1", `
+	for _, c := range []struct {
+		name, json, want string
+	}{
+		{"unknown key", head + `"sampler": {}, "smapler": {}}`, `unknown key "smapler"`},
+		{"unknown nested key", head + `"sampler": {"stpes": 70}}`, `unknown key "stpes"`},
+		{"unknown key of an expert", head + `"sampler": {"experts": [{"file": "e", "from": 0.5, "to": 1}]}}`, `unknown key "to"`},
+		{"no format", `{"sampler": {}}`, "format: missing"},
+		{"another format", `{"format": "lgflow-sampler/2", "sampler": {"new": 1}}`, `"lgflow-sampler/2" is not "lgflow-sampler/1"`},
+		{"not JSON", `steps = 70`, "not a sampling recipe"},
+		{"data after the object", head + `"sampler": {}} {}`, "after top-level value"},
+		{"steps of the wrong type", head + `"sampler": {"steps": "70"}}`, "sampler.steps"},
+		{"negative steps", head + `"sampler": {"steps": -1}}`, "sampler.steps: -1 is outside"},
+		{"grid", head + `"sampler": {"grid": "log"}}`, "sampler.grid"},
+		{"time shift", head + `"sampler": {"time_shift": -1}}`, "sampler.time_shift"},
+		{"time shift of the random grid", head + `"sampler": {"grid": "random", "time_shift": 1.5}}`, "sampler.time_shift"},
+		{"final jump", head + `"sampler": {"final_jump": 1.5}}`, "sampler.final_jump"},
+		{"method", head + `"sampler": {"method": "rk4"}}`, "sampler.method"},
+		{"step offset", head + `"sampler": {"time_offsets": {"step": 2}}}`, "sampler.time_offsets.step: 2 is outside (-1, 1)"},
+		{"offset start", head + `"sampler": {"time_offsets": {"from": 1}}}`, "sampler.time_offsets.from"},
+		{"offsets under heun", head + `"sampler": {"method": "heun", "time_offsets": {"jump": -0.02}}}`, "sampler.time_offsets"},
+		{"stochasticity", head + `"sampler": {"stochasticity": 2}}`, "sampler.stochasticity"},
+		{"temperature", head + `"sampler": {"temperature": 50}}`, "sampler.temperature"},
+		{"batch", head + `"sampler": {"batch_size": -4}}`, "sampler.batch_size"},
+		{"edge rule", head + `"sampler": {"edge_rule": "xor"}}`, "sampler.edge_rule"},
+		{"expert file outside the bundle", head + `"sampler": {"experts": [{"file": "../e.safetensors", "from": 0.5}]}}`, "sampler.experts[0].file"},
+		{"expert time", head + `"sampler": {"experts": [{"file": "e", "from": 0}]}}`, "sampler.experts[0].from"},
+		{"expert band", head + `"sampler": {"experts": [{"file": "e", "from": 0.5, "until": 0.4}]}}`, "sampler.experts[0].until"},
+		{"overlapping experts", head + `"sampler": {"experts": [{"file": "e", "from": 0.4, "until": 0.8}, {"file": "f", "from": 0.6}]}}`, "sampler.experts[1].from"},
+		{"constraint", head + `"sampler": {"constraints": ["planarr"]}}`, `sampler.constraints[0]: "planarr"`},
+		{"constraint twice", head + `"sampler": {"constraints": ["dag", "dag"]}}`, "sampler.constraints[1]"},
+		{"fill without a constraint", head + `"sampler": {"fill": -4}}`, "sampler.fill"},
+		{"fill under spanning trees", head + `"sampler": {"constraints": ["tree"], "fill": -4}}`, "sampler.fill"},
+		{"completion without a bound", head + `"sampler": {"complete": ["planar"]}}`, "sampler.complete"},
+		{"completion and constraints", head + `"sampler": {"complete": ["planar"], "constraints": ["planar"], "fill": -4}}`, "sampler.complete"},
+		{"alternative's setting", head + `"sampler": {}, "alternatives": {"constrained": {"temperature": 50}}}`, "alternatives.constrained.temperature"},
+		{"alternative's name", head + `"sampler": {}, "alternatives": {"none": {}}}`, "alternatives"},
+	} {
+		dir := writeBundle(t, nil)
+		path := filepath.Join(dir, flow.RecipeFile)
+		if err := os.WriteFile(path, []byte(c.json), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := flow.LoadRecipe(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: LoadRecipe error %v, want one naming %s and containing %q", c.name, err, path, c.want)
+		}
+		if _, err := flow.Open(dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Open error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+	// Save refuses what it could not read back, and writes nothing.
+	r := testRecipe()
+	r.Sampler.Steps = -1
+	path := filepath.Join(t.TempDir(), flow.RecipeFile)
+	if err := r.Save(path); err == nil || !strings.Contains(err.Error(), "sampler.steps") {
+		t.Errorf("Save of a bad recipe: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 0 {
+		t.Errorf("Save of a bad recipe left %v", entries)
+	}
+}
+
+// TestOpenBad checks the bundles Open refuses: a missing LG-VAE, flow or
+// expert, and a flow trained in another LG-VAE's latent space; and that a
+// directory without a sampler.json opens without a recipe.
+func TestOpenBad(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		want   string
+	}{
+		{"no LG-VAE", func(t *testing.T, dir string) { remove(t, dir, vae.ModelFile) }, vae.ModelFile},
+		{"no flow", func(t *testing.T, dir string) { remove(t, dir, flow.ModelFile) }, flow.ModelFile},
+		{"no expert", func(t *testing.T, dir string) { remove(t, dir, "expert.safetensors") }, "expert.safetensors"},
+		{"a flow of another LG-VAE", func(t *testing.T, dir string) {
+			other := newVAE(t, vaeConfig(), 99) // same configuration, other encoder weights
+			if err := other.Save(filepath.Join(dir, vae.ModelFile), nil); err != nil {
+				t.Fatal(err)
+			}
+		}, "encoder weights"},
+	} {
+		dir := writeBundle(t, testRecipe())
+		c.damage(t, dir)
+		if _, err := flow.Open(dir); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), dir) {
+			t.Errorf("%s: error %v, want one naming %s and containing %q", c.name, err, dir, c.want)
+		}
+	}
+	dir := writeBundle(t, nil)
+	m, err := flow.Open(dir)
+	if err != nil || m.Recipe != nil {
+		t.Fatalf("a bundle without sampler.json: %v, recipe %v", err, m.Recipe)
+	}
+	plain, _ := loadParts(t, dir)
+	if !slices.Equal(sample(t, m, 3), sample(t, plain, 3)) {
+		t.Error("a bundle without a recipe does not sample as the flow loaded alone")
+	}
+}
+
+func remove(t *testing.T, dir, file string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, file)); err != nil {
+		t.Fatal(err)
+	}
+}
