@@ -1,6 +1,7 @@
 package vae
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -201,6 +202,11 @@ const (
 	Training
 )
 
+// calibrate is RecalibrateBatchNorm's encoder pass: evaluation inputs (no
+// sign flips, orbit noise seeded by each graph) with BatchNorm on batch
+// statistics, which it folds into the running statistics.
+const calibrate Mode = -1
+
 // DType returns the floating-point type of the model's parameters.
 func (m *Model) DType() tensor.DType { return m.eps.DType() }
 
@@ -230,7 +236,7 @@ func (m *Model) encoderInput(feats []*Features, nodes int, mode Mode, r *tensor.
 		var gr *tensor.RNG
 		if m.Cfg.Eta > 0 {
 			gr = r
-			if mode == Eval {
+			if mode != Training {
 				// Evaluation: noise depends only on the graph itself, so a
 				// graph's latents do not depend on its batch.
 				gr = tensor.NewRNG(featureHash(f))
@@ -350,7 +356,7 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mod
 		switch n := m.norms[l].(type) {
 		case nil:
 		case *nn.BatchNorm1d:
-			z = n.ForwardMode(tp, z, mode == Training)
+			z = n.ForwardMode(tp, z, mode != Eval)
 		case *nn.GraphNorm:
 			z = n.Forward(tp, z, seg)
 		case *nn.LayerNorm:
@@ -526,3 +532,48 @@ func (e encoderView) Buffers() []nn.Param { return e.m.Buffers() }
 
 // backend returns the backend m's parameters live on.
 func (m *Model) backend() tensor.Backend { return m.eps.Value.Backend() }
+
+// RecalibrateBatchNorm sets the running statistics of a BatchNorm model to
+// the average of the batch statistics of the first batches batches of
+// batch graphs of d under the current weights ("precise BatchNorm", Wu and
+// Johnson 2021). Running averages updated with momentum lag behind weights
+// that move quickly: early in training a model evaluated with them decodes
+// far worse than with batch statistics. The inputs are those of
+// evaluation (no sign flips), so the statistics are the ones evaluation
+// meets. Models without BatchNorm are left unchanged. It must not run
+// concurrently with other passes over m.
+func (m *Model) RecalibrateBatchNorm(ctx context.Context, d *Dataset, batch, batches int) error {
+	var bns []*nn.BatchNorm1d
+	for _, n := range m.norms {
+		if b, ok := n.(*nn.BatchNorm1d); ok && b.TrackRunningStats {
+			bns = append(bns, b)
+		}
+	}
+	if len(bns) == 0 || len(d.Graphs) == 0 {
+		return nil
+	}
+	if batch <= 0 || batches <= 0 {
+		return fmt.Errorf("vae: RecalibrateBatchNorm: batch %d, batches %d", batch, batches)
+	}
+	momentum := bns[0].Momentum
+	defer func() {
+		for _, b := range bns {
+			b.Momentum = momentum
+		}
+	}()
+	for i := 0; i < batches && i*batch < len(d.Graphs); i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Momentum 1/(i+1) makes the running statistics the plain mean of
+		// the i+1 batches' statistics.
+		for _, b := range bns {
+			b.Momentum = 1 / float64(i+1)
+		}
+		lo, hi := i*batch, min((i+1)*batch, len(d.Graphs))
+		tp := autograd.NoGrad()
+		m.Encode(tp, graph.NewBatch(d.Graphs[lo:hi]), d.Features[lo:hi], calibrate, nil)
+		tp.Release()
+	}
+	return nil
+}

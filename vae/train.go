@@ -248,6 +248,9 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 			if hm, err = host(); err != nil {
 				return trainer.Score{}, err
 			}
+			if err := hm.RecalibrateBatchNorm(ctx, train, tc.BatchSize, recalibrateBatches); err != nil {
+				return trainer.Score{}, err
+			}
 			var acc Accuracy
 			if opts.ValNoise > 0 {
 				acc, _, err = ReconstructNoisy(ctx, hm, val, tc.BatchSize, opts.ValNoise, 1)
@@ -275,13 +278,20 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 		return m, errors.Join(err, herr)
 	}
 	if err == nil && modelPath != "" && !validate {
-		err = h.Save(modelPath, nil)
+		if err = h.RecalibrateBatchNorm(ctx, train, tc.BatchSize, recalibrateBatches); err == nil {
+			err = h.Save(modelPath, nil)
+		}
 	}
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("vae: %w", err)
 	}
 	return h, err
 }
+
+// recalibrateBatches is the number of training batches whose statistics a
+// BatchNorm model's running statistics are set to before each validation
+// and the final save (RecalibrateBatchNorm).
+const recalibrateBatches = 64
 
 // Reconstruct encodes every graph of d with z = mu and decodes it in
 // evaluation mode (Eval), returning edge, node and whole-graph accuracy.

@@ -2,6 +2,7 @@ package vae
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -477,5 +478,54 @@ func TestAttrs(t *testing.T) {
 	plain.Attrs = nil
 	if _, err := m.EncodeGraphs(ctx, []*graph.Graph{plain}, 0); err == nil {
 		t.Error("encoded a graph without attributes")
+	}
+}
+
+// TestRecalibrateBatchNorm: after recalibration on one batch, evaluation
+// with the running statistics encodes that batch as batch statistics do
+// (up to the unbiased variance of the running estimate), where the
+// initial running statistics (mean 0, variance 1) do not.
+func TestRecalibrateBatchNorm(t *testing.T) {
+	c := tinyConfig(false)
+	c.Norm, c.Eta = BatchNorm, 0
+	m, err := New(c, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := append(datasets.Planar(40, 6, 4), datasets.Tree(40, 6, 4)...)
+	d := prepare(t, gs, c)
+	ctx := context.Background()
+	batchStats := func() []float32 {
+		tp := autograd.NoGrad()
+		defer tp.Release()
+		mu, _ := m.Encode(tp, graph.NewBatch(gs), d.Features, calibrate, nil)
+		return slices.Clone(mu.Value.Contiguous().Data32())
+	}
+	eval := func() []float32 {
+		tp := autograd.NoGrad()
+		defer tp.Release()
+		mu, _ := m.Encode(tp, graph.NewBatch(gs), d.Features, Eval, nil)
+		return slices.Clone(mu.Value.Contiguous().Data32())
+	}
+	maxDiff := func(a, b []float32) float64 {
+		var worst float64
+		for i := range a {
+			worst = max(worst, math.Abs(float64(a[i]-b[i])))
+		}
+		return worst
+	}
+	want := batchStats()
+	before := maxDiff(eval(), want)
+	if err := m.RecalibrateBatchNorm(ctx, d, len(gs), 1); err != nil {
+		t.Fatal(err)
+	}
+	after := maxDiff(eval(), want)
+	if after > 0.01 || after > before/10 {
+		t.Errorf("eval vs batch statistics: %.3g before recalibration, %.3g after", before, after)
+	}
+	for _, n := range m.norms {
+		if b := n.(*nn.BatchNorm1d); b.Momentum != 0.1 {
+			t.Errorf("momentum %v after recalibration", b.Momentum)
+		}
 	}
 }
