@@ -21,6 +21,17 @@
 // MLP branch (LayerNorms with affine parameters, eps 1e-5); a final affine
 // LayerNorm and Linear(E -> d). Every Linear weight is initialised
 // N(0, 0.02²) and every bias 0.
+//
+// Optionally the network is conditioned on a class per set
+// (Config.Classes) and/or a real vector per set (Config.CondDim): their
+// embeddings are added to the time embedding that every block's adaLN
+// modulates with, as DiT does with class labels. Each has a learned null
+// embedding for sets without a condition (classifier-free guidance trains
+// with conditions dropped and samples with both). The condition paths start
+// at zero, so a conditional network starts out computing exactly what the
+// unconditional one with the same seed does; without them (Classes and
+// CondDim 0) the network, its parameters and its outputs are those of the
+// unconditional DiT.
 package dit
 
 import (
@@ -54,7 +65,21 @@ type Config struct {
 	TimeFreqDim int `json:"time_freq_dim"`
 	// InitStd is the standard deviation of the Linear weights (0.02).
 	InitStd float64 `json:"init_std"`
+	// Classes, when positive, conditions the network on a class per set in
+	// [0, Classes): a table of Classes+1 learned embeddings of width E (the
+	// last for the null class of a set without one), added to the time
+	// embedding. 0: no classes.
+	Classes int `json:"classes,omitempty"`
+	// CondDim, when positive, conditions the network on a real vector of
+	// CondDim values per set: an MLP CondDim -> E -> E (SiLU between) whose
+	// output is added to the time embedding, with a learned null embedding
+	// in its place for a set whose vector is dropped. 0: no vector.
+	CondDim int `json:"cond_dim,omitempty"`
 }
+
+// Conditional reports whether c conditions the network on a class or a
+// vector per set.
+func (c Config) Conditional() bool { return c.Classes > 0 || c.CondDim > 0 }
 
 // Preset returns the named configuration for latent dimension dim:
 // "T" (DiT-T: 6 blocks, 6 heads, width 384), "S" (12, 6, 384),
@@ -92,6 +117,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dit: MLPRatio must be positive, got %g", c.MLPRatio)
 	case c.TimeFreqDim <= 0 || c.TimeFreqDim%2 != 0:
 		return fmt.Errorf("dit: TimeFreqDim must be positive and even, got %d", c.TimeFreqDim)
+	case c.Classes < 0 || c.CondDim < 0:
+		return fmt.Errorf("dit: Classes and CondDim must not be negative, got %d and %d", c.Classes, c.CondDim)
 	}
 	return nil
 }
@@ -126,6 +153,14 @@ type Model struct {
 	norm   *nn.LayerNorm
 	out    *nn.Linear
 	freqs  []float64
+
+	// The condition paths (nil without them): classEmb is the table of
+	// class embeddings (Classes+1 rows, the last the null class); cond1
+	// and cond2 are the vector's MLP, and condNull (one row) the
+	// embedding of a dropped vector.
+	classEmb     *nn.Embedding
+	cond1, cond2 *nn.Linear
+	condNull     *nn.Embedding
 }
 
 // New builds a DiT with weights drawn from r.
@@ -156,6 +191,22 @@ func New(cfg Config, r *tensor.RNG, opts ...nn.Option) (*Model, error) {
 	}
 	m.norm = nn.NewLayerNorm(E, 1e-5, opts...)
 	m.out = nn.NewLinear(r, E, cfg.Dim, lin...)
+	// The condition paths draw from r after everything else, so the
+	// shared parameters are those of the unconditional network with the
+	// same seed, and start at zero (the vector MLP's last layer, the
+	// class table, the null embedding), so the condition adds nothing
+	// until training teaches it to.
+	if cfg.Classes > 0 {
+		m.classEmb = nn.NewEmbedding(r, cfg.Classes+1, E, lin...)
+		m.classEmb.W.Value.Zero()
+	}
+	if cfg.CondDim > 0 {
+		m.cond1 = nn.NewLinear(r, cfg.CondDim, E, lin...)
+		m.cond2 = nn.NewLinear(r, E, E, lin...)
+		m.cond2.W.Value.Zero()
+		m.condNull = nn.NewEmbedding(r, 1, E, lin...)
+		m.condNull.W.Value.Zero()
+	}
 	half := cfg.TimeFreqDim / 2
 	m.freqs = make([]float64, half)
 	for k := range half {
@@ -164,12 +215,24 @@ func New(cfg Config, r *tensor.RNG, opts ...nn.Option) (*Model, error) {
 	return m, nil
 }
 
-// Params lists the trainable parameters with dotted names.
+// Params lists the trainable parameters with dotted names. A conditional
+// network's come after t_embed: y_embed.weight (the class table,
+// Classes+1 rows, the null class last), cond_embed.0 and cond_embed.2
+// (the vector's MLP) and cond_null.weight (the dropped vector's
+// embedding, one row).
 func (m *Model) Params() []nn.Param {
 	var ps []nn.Param
 	ps = append(ps, nn.ParamsOf("x_embed", m.in)...)
 	ps = append(ps, nn.ParamsOf("t_embed.0", m.time1)...)
 	ps = append(ps, nn.ParamsOf("t_embed.2", m.time2)...)
+	if m.classEmb != nil {
+		ps = append(ps, nn.ParamsOf("y_embed", m.classEmb)...)
+	}
+	if m.cond1 != nil {
+		ps = append(ps, nn.ParamsOf("cond_embed.0", m.cond1)...)
+		ps = append(ps, nn.ParamsOf("cond_embed.2", m.cond2)...)
+		ps = append(ps, nn.ParamsOf("cond_null", m.condNull)...)
+	}
 	for i, b := range m.blocks {
 		ps = append(ps, nn.ParamsOf(fmt.Sprintf("blocks.%d", i), b)...)
 	}
@@ -232,6 +295,80 @@ const EvalGroups = 2
 // result is the same. A panic in a group (a failing device, a bad shape)
 // reaches the caller as the panic of Forward itself.
 func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *tensor.Tensor, xsc *autograd.Var) *autograd.Var {
+	return m.ForwardCond(tp, x, t, mask, xsc, nil)
+}
+
+// Cond is the condition of each set of a batch of B sets (ForwardCond).
+// A nil *Cond gives every set the null condition: the null class and a
+// dropped vector.
+type Cond struct {
+	// Class is each set's class in [0, Config.Classes), or -1 for none
+	// (the null class): length B, or nil for -1 throughout. Only for a
+	// network with Classes > 0.
+	Class []int
+	// Vec holds each set's vector, B rows of Config.CondDim values
+	// (row-major); nil drops every set's vector. Only for a network with
+	// CondDim > 0.
+	Vec []float64
+	// Drop marks the sets whose vector is dropped, replaced by the null
+	// embedding (their rows of Vec are not read): length B, or nil for
+	// none.
+	Drop []bool
+}
+
+// slice returns the condition of the sets lo..hi-1 (views of c's slices).
+func (c *Cond) slice(lo, hi, dim int) *Cond {
+	if c == nil {
+		return nil
+	}
+	s := &Cond{}
+	if c.Class != nil {
+		s.Class = c.Class[lo:hi]
+	}
+	if c.Vec != nil {
+		s.Vec = c.Vec[lo*dim : hi*dim]
+	}
+	if c.Drop != nil {
+		s.Drop = c.Drop[lo:hi]
+	}
+	return s
+}
+
+// check panics unless c fits a batch of B sets of a network configured as
+// cfg.
+func (c *Cond) check(cfg Config, B int) {
+	if c == nil {
+		return
+	}
+	switch {
+	case !cfg.Conditional():
+		panic("dit.ForwardCond: a condition given to an unconditional network")
+	case c.Class != nil && cfg.Classes == 0:
+		panic("dit.ForwardCond: classes given to a network without Classes")
+	case c.Class != nil && len(c.Class) != B:
+		panic(fmt.Sprintf("dit.ForwardCond: %d classes for a batch of %d", len(c.Class), B))
+	case (c.Vec != nil || c.Drop != nil) && cfg.CondDim == 0:
+		panic("dit.ForwardCond: a vector given to a network without CondDim")
+	case c.Vec != nil && len(c.Vec) != B*cfg.CondDim:
+		panic(fmt.Sprintf("dit.ForwardCond: %d vector values for a batch of %d sets of %d", len(c.Vec), B, cfg.CondDim))
+	case c.Drop != nil && len(c.Drop) != B:
+		panic(fmt.Sprintf("dit.ForwardCond: %d drop flags for a batch of %d", len(c.Drop), B))
+	}
+	for b, k := range c.Class {
+		if k < -1 || k >= cfg.Classes {
+			panic(fmt.Sprintf("dit.ForwardCond: set %d has class %d, outside [-1, %d)", b, k, cfg.Classes))
+		}
+	}
+}
+
+// ForwardCond is Forward for a conditional network (Config.Classes,
+// Config.CondDim): cond gives each set's class and vector, which join the
+// time embedding of every block's adaLN; nil gives every set the null
+// condition. For a network without conditions cond must be nil, and
+// ForwardCond is Forward. It panics when cond does not fit the batch or
+// the network (a class outside [-1, Classes), a vector of another length).
+// cond's slices are read, not kept.
+func (m *Model) ForwardCond(tp *autograd.Tape, x *autograd.Var, t []float64, mask *tensor.Tensor, xsc *autograd.Var, cond *Cond) *autograd.Var {
 	shape := x.Shape()
 	if len(shape) != 3 || shape[2] != m.Cfg.Dim {
 		panic(fmt.Sprintf("dit.Forward: x has shape %v, want (B, N, %d)", shape, m.Cfg.Dim))
@@ -240,9 +377,10 @@ func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 	if len(t) != B {
 		panic(fmt.Sprintf("dit.Forward: %d times for batch of %d", len(t), B))
 	}
+	cond.check(m.Cfg, B)
 	group := max(1, EvalTokens/max(N, 1))
 	if tp.Recording() || x.Value.Backend() != tensor.CPU || B <= group {
-		return m.forward(tp, x, t, mask, xsc)
+		return m.forward(tp, x, t, mask, xsc, cond)
 	}
 	out := tensor.New(x.DType(), B, N, m.Cfg.Dim)
 	ngroups := (B + group - 1) / group
@@ -258,7 +396,7 @@ func (m *Model) Forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 		}
 		sub := autograd.NoGrad()
 		defer sub.Release()
-		y := m.forward(sub, autograd.NewConst(x.Value.Slice(0, lo, hi)), t[lo:hi], mk, sc)
+		y := m.forward(sub, autograd.NewConst(x.Value.Slice(0, lo, hi)), t[lo:hi], mk, sc, cond.slice(lo, hi, m.Cfg.CondDim))
 		tensor.Copy(out.Slice(0, lo, hi), y.Value)
 	}
 	// Groups run concurrently on EvalGroups goroutines (at most one per
@@ -307,8 +445,8 @@ func sameTimes(t []float64) bool {
 	return true
 }
 
-// forward is Forward on one tape, for the whole batch at once.
-func (m *Model) forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *tensor.Tensor, xsc *autograd.Var) *autograd.Var {
+// forward is ForwardCond on one tape, for the whole batch at once.
+func (m *Model) forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *tensor.Tensor, xsc *autograd.Var, cond *Cond) *autograd.Var {
 	shape := x.Shape()
 	B, N := shape[0], shape[1]
 	dt, be := x.DType(), x.Value.Backend()
@@ -332,12 +470,16 @@ func (m *Model) forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 	// and the blocks broadcast its modulation (a view, no copies): the
 	// same values, since each row of a product is computed the same way
 	// whatever the number of rows.
+	// A conditional network's conditioning differs between sets anyway.
 	tc := t
-	if !tp.Recording() && B > 1 && sameTimes(t) {
+	if !tp.Recording() && B > 1 && sameTimes(t) && !m.Cfg.Conditional() {
 		tc = t[:1]
 	}
 	c := autograd.NewConst(m.TimeEmbedding(dt, tc).On(be))
 	c = m.time2.Forward(tp, tp.SiLU(m.time1.Forward(tp, c)))
+	if m.Cfg.Conditional() {
+		c = tp.Add(c, m.condEmbedding(tp, cond, B, dt, be))
+	}
 	sc := tp.Unsqueeze(tp.SiLU(c), 1) // (B, 1, E), or (1, 1, E) for one time
 
 	// A pass that records nothing on the CPU runs each block on a tape of
@@ -362,6 +504,59 @@ func (m *Model) forward(tp *autograd.Tape, x *autograd.Var, t []float64, mask *t
 		held.Release()
 	}
 	return out
+}
+
+// condEmbedding returns the embedding (B, E) of the condition of B sets
+// (nil: the null condition for every set): the class's row of the class
+// table plus, for the vector, MLP(vec) or, where it is dropped, the null
+// embedding.
+//
+// Every row is computed the same way whatever B is, as the rows of the
+// time embedding are: the class and null embeddings are copied (a lookup,
+// and a product with 0 or 1), and the MLP's first layer, whose product
+// (B·CondDim·E multiply-adds) would go through a GEMM's small-product path
+// for small batches and its blocked path for large ones, with other
+// roundings, is an elementwise product summed per row. So a set's output
+// does not depend on how many sets share its pass (the grouped no-grad
+// pass, classifier-free guidance's doubled batch).
+func (m *Model) condEmbedding(tp *autograd.Tape, cond *Cond, B int, dt tensor.DType, be tensor.Backend) *autograd.Var {
+	own := func(t *tensor.Tensor) *autograd.Var { return autograd.NewConst(tp.Own(t.On(be))) }
+	var e *autograd.Var
+	if m.classEmb != nil {
+		idx := make([]int32, B)
+		for b := range B {
+			idx[b] = int32(m.Cfg.Classes) // the null class
+			if cond != nil && cond.Class != nil && cond.Class[b] >= 0 {
+				idx[b] = int32(cond.Class[b])
+			}
+		}
+		e = m.classEmb.Forward(tp, idx)
+	}
+	if m.cond1 != nil {
+		D := m.Cfg.CondDim
+		v, keep, drop := tensor.New(dt, B, 1, D), tensor.New(dt, B, 1), tensor.New(dt, B, 1)
+		for b := range B {
+			if cond == nil || cond.Vec == nil || cond.Drop != nil && cond.Drop[b] {
+				drop.Set(1, b, 0) // its row of v stays zero
+				continue
+			}
+			keep.Set(1, b, 0)
+			for k := range D {
+				v.Set(cond.Vec[b*D+k], b, 0, k)
+			}
+		}
+		// v·W1ᵀ + b1 as (B, 1, D) ⊙ (E, D) summed over D.
+		h := tp.Add(tp.Sum(tp.Mul(own(v), m.cond1.W), 2, false), m.cond1.B)
+		ve := m.cond2.Forward(tp, tp.SiLU(h))
+		// keep·MLP(v) + drop·null.
+		ve = tp.Add(tp.Mul(ve, own(keep)), tp.Mul(own(drop), m.condNull.W))
+		if e == nil {
+			e = ve
+		} else {
+			e = tp.Add(e, ve)
+		}
+	}
+	return e
 }
 
 // forward applies the block to the tokens h (B, N, E) under the

@@ -22,6 +22,13 @@
 //	m, err := flow.Open("pretrained/planar")
 //	graphs, err := flow.Sample(ctx, m, 16, flow.WithSeed(42))
 //
+// A conditional flow, trained with a label or property values per graph
+// (Latents.Cond, NewConditions), samples graphs of a requested label or
+// properties, with classifier-free guidance (docs/design.md,
+// "Conditioning"):
+//
+//	graphs, err := flow.Sample(ctx, m, 16, flow.WithCondition(flow.Cond{Label: "tree"}), flow.WithGuidanceScale(2))
+//
 // On a machine with an NVIDIA GPU, TrainOptions.Backend trains the DiT
 // there and Model.ToBackend samples there; the backend comes from package
 // cuda (cuda.Init or cuda.Select("cuda")), which flow does not import:
@@ -115,6 +122,14 @@ type Config struct {
 	// epochs with less padding, much faster for datasets of very different
 	// sizes (Ego, TPU Tile). false: the reference's random batches.
 	BucketBySize bool `json:"bucket_by_size,omitempty"`
+	// CondDrop is the probability that a training graph's condition
+	// (label and properties together) is replaced by the null condition,
+	// for a conditional flow (DiT.Classes or DiT.CondDim; Latents.Cond):
+	// the denoiser then learns the unconditional distribution too, which
+	// sampling without a condition and classifier-free guidance
+	// (WithGuidanceScale) need. 0 means DefaultCondDrop; a negative value
+	// never drops, which leaves the null condition untrained.
+	CondDrop float64 `json:"cond_drop,omitempty"`
 	// SampleLatents draws z = mu + sigma*eps afresh every step instead of
 	// using z = mu.
 	SampleLatents bool    `json:"sample_latents"`
@@ -172,8 +187,26 @@ func (c Config) Validate() error {
 		return fmt.Errorf("flow: PathLead must be in [0, 1), got %g", c.PathLead)
 	case c.PathSteps < 0 || (c.PathLead > 0) != (c.PathSteps > 0):
 		return fmt.Errorf("flow: PathSteps must be positive with a PathLead and 0 without (got %d, lead %g)", c.PathSteps, c.PathLead)
+	case !(c.CondDrop < 1) || math.IsInf(c.CondDrop, 0):
+		return fmt.Errorf("flow: CondDrop must be below 1 (0: %g, negative: none), got %g", DefaultCondDrop, c.CondDrop)
 	}
 	return nil
+}
+
+// DefaultCondDrop is the condition dropout of a conditional flow whose
+// Config.CondDrop is 0, the usual choice for classifier-free guidance.
+const DefaultCondDrop = 0.1
+
+// condDrop returns the probability of dropping a training graph's
+// condition (Config.CondDrop).
+func (c Config) condDrop() float64 {
+	switch {
+	case c.CondDrop == 0:
+		return DefaultCondDrop
+	case c.CondDrop < 0:
+		return 0
+	}
+	return c.CondDrop
 }
 
 // Preset returns a training recipe: "T", "S", "B" are the paper's DiT
@@ -220,6 +253,10 @@ type Model struct {
 	// NodeCounts[n] is the number of training graphs with n nodes; sampled
 	// graphs draw their sizes from this histogram.
 	NodeCounts []int
+	// Cond is the schema of a conditional flow's conditions (its labels,
+	// its properties and their standardisation); nil for an unconditional
+	// flow. WithCondition samples under one.
+	Cond *Condition
 	// Recipe is the sampling recipe of a model opened from a bundle
 	// (Open): the settings Sample starts from. nil for a model from Load
 	// or Train, which samples with Sample's own defaults.
@@ -239,12 +276,14 @@ const (
 	metaVAEConfig  = "vae_config"
 	metaVAEPrint   = "vae_fingerprint"
 	metaEncPrint   = "vae_encoder_fingerprint"
+	metaCondition  = "condition"
 	kindFlow       = "lgflow.flow"
 )
 
 // Save writes the sampling model (EMA weights, configuration, latent scale,
-// node-count distribution, and the configuration and weight fingerprint of
-// the LG-VAE it was trained with) to path atomically.
+// node-count distribution, the condition schema of a conditional flow, and
+// the configuration and weight fingerprint of the LG-VAE it was trained
+// with) to path atomically.
 func (m *Model) Save(path string, extra map[string]string) error {
 	meta := map[string]string{
 		trainer.MetaKind:   kindFlow,
@@ -257,6 +296,9 @@ func (m *Model) Save(path string, extra map[string]string) error {
 	}
 	if m.Mean != nil {
 		meta[metaMean], meta[metaStd] = trainer.MarshalMeta(m.Mean), trainer.MarshalMeta(m.Std)
+	}
+	if m.Cond != nil {
+		meta[metaCondition] = trainer.MarshalMeta(m.Cond)
 	}
 	for k, v := range extra {
 		meta[k] = v
@@ -334,6 +376,18 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	if err := m.checkNorm(ae.Cfg.Latent); err != nil {
 		return nil, err
 	}
+	if _, ok := f.Metadata[metaCondition]; ok || m.Cfg.DiT.Conditional() {
+		if !m.Cfg.DiT.Conditional() {
+			return nil, errors.New("a condition schema for an unconditional denoiser")
+		}
+		m.Cond = &Condition{}
+		if err := trainer.UnmarshalMeta(f.Metadata, metaCondition, m.Cond); err != nil {
+			return nil, err
+		}
+		if err := checkSchema(m.Cond, m.Cfg.DiT); err != nil {
+			return nil, err
+		}
+	}
 	if len(m.NodeCounts) == 0 || slices.Max(m.NodeCounts) <= 0 {
 		return nil, fmt.Errorf("empty node-count distribution")
 	}
@@ -387,6 +441,16 @@ func checkDiT(cfg dit.Config, f *safetensors.File) error {
 		{"final.weight", []int{cfg.Dim, E}},
 	} {
 		if err := check(c.name, c.shape...); err != nil {
+			return err
+		}
+	}
+	if cfg.Classes > 0 {
+		if err := check("y_embed.weight", cfg.Classes+1, E); err != nil {
+			return err
+		}
+	}
+	if cfg.CondDim > 0 {
+		if err := check("cond_embed.0.weight", E, cfg.CondDim); err != nil {
 			return err
 		}
 	}

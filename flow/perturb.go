@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"lgflow/tensor"
@@ -36,6 +37,8 @@ func (m *Model) EndpointPerturbation(tMin, tMax float64, steps int, opts ...Samp
 		return nil, fmt.Errorf("flow: EndpointPerturbation needs a trained model")
 	case o.guide != nil && o.method != Euler:
 		return nil, fmt.Errorf("flow: guidance needs the Euler method, not %q", o.method)
+	case len(o.conds) > 0 || o.cfgW != 0:
+		return nil, errors.New("flow: EndpointPerturbation moves latents unconditionally: it takes no condition or guidance scale")
 	}
 	if err := o.checkDenoisers(m); err != nil {
 		return nil, err

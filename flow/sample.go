@@ -36,6 +36,12 @@ type sampleOptions struct {
 	shift      float64
 	guide      *Model
 	guideW     float64
+	conds      []Cond  // WithCondition
+	cfgW       float64 // WithGuidanceScale
+	// cf is the classifier-free guidance of the batch being integrated,
+	// which sample sets per batch from conds and cfgW; the zero value
+	// samples unconditionally.
+	cf         guidance
 	experts    []expert
 	temp       float64
 	jumpAt     float64
@@ -98,6 +104,37 @@ func WithRandomGrid() SampleOption { return func(o *sampleOptions) { o.randomGri
 func WithGuidance(weak *Model, w float64) SampleOption {
 	return func(o *sampleOptions) { o.guide, o.guideW = weak, w }
 }
+
+// WithCondition samples under conditions, for a conditional model
+// (Model.Cond, trained with Latents.Cond): one condition for every graph,
+// or one per graph (as many as graphs are sampled). Each must give every
+// part of the model's schema, a label it knows and property values within
+// the trained range widened by the schema's tolerance
+// (Condition.Range); the zero Cond samples its graph unconditionally.
+// Without WithCondition a conditional model samples unconditionally, from
+// the null condition, whatever the guidance scale; an unconditional
+// model given a condition is an error. The condition does not change
+// what the seed draws: the same seed gives the same node counts and noise
+// under any condition.
+func WithCondition(c ...Cond) SampleOption {
+	return func(o *sampleOptions) { o.conds = slices.Clone(c) }
+}
+
+// WithGuidanceScale sets the classifier-free guidance scale w (default 1)
+// of sampling under a condition (WithCondition): every step uses
+//
+//	pred = pred_uncond + w·(pred_cond - pred_uncond),
+//
+// the denoiser's prediction under the null condition moved w times its
+// difference to the prediction under the graph's condition. w = 1 is
+// plain conditional sampling and w = 0 unconditional sampling, each one
+// evaluation a step; w > 1 follows the condition more strongly, at the
+// cost of two evaluations a step (batched in one pass) and of diversity.
+// Each prediction keeps its own self-conditioning input. Unrelated to
+// WithGuidance, autoguidance by a weaker model, which applies on top of
+// it. A guidance scale other than 1 for an unconditional model is an
+// error; w must be finite and >= 0.
+func WithGuidanceScale(w float64) SampleOption { return func(o *sampleOptions) { o.cfgW = w } }
 
 // WithExpert evaluates the denoiser of e instead of the model's at the
 // steps that start at time from or later (0 < from <= 1): a second
@@ -363,6 +400,10 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 	if err := o.checkDenoisers(m); err != nil {
 		return err
 	}
+	plan, err := planConditions(m, o.conds, n, o.cfgW)
+	if err != nil {
+		return err
+	}
 	if o.jumpAt == 1 || o.steps < 2 {
 		o.jumpAt = 0 // integrate to 1: no room for a jump in one step
 	}
@@ -388,6 +429,7 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 	for lo, bi := 0, 0; lo < n; lo, bi = lo+o.batch, bi+1 {
 		hi := min(lo+o.batch, n)
 		r := tensor.NewRNG(o.seed ^ (uint64(bi)+1)*0x9e3779b97f4a7c15)
+		o.cf = plan.batch(lo, hi)
 		z, err := integrate(ctx, m, sizes[lo:hi], o, r)
 		if err != nil {
 			return err
@@ -407,7 +449,7 @@ func resolveOptions(m *Model, opts []SampleOption) (sampleOptions, error) {
 	for _, f := range opts {
 		f(&choice)
 	}
-	o := sampleOptions{steps: DefaultSteps, batch: DefaultBatchSize, method: Euler, temp: 1, jumpAt: DefaultFinalJump, shift: 1}
+	o := sampleOptions{steps: DefaultSteps, batch: DefaultBatchSize, method: Euler, temp: 1, jumpAt: DefaultFinalJump, shift: 1, cfgW: 1}
 	var base *Sampler
 	switch {
 	case choice.sampler != nil:
@@ -444,6 +486,12 @@ func (o *sampleOptions) checkDenoisers(m *Model) error {
 			other.Scale == m.Scale && other.Cfg.Standardize == m.Cfg.Standardize &&
 			slices.Equal(other.Mean, m.Mean) && slices.Equal(other.Std, m.Std) && sameLatentSpace(other.VAE, m.VAE)
 	}
+	// A conditional model's other denoisers see the same conditions.
+	for _, other := range append([]*Model{o.guide}, expertModels(o.experts)...) {
+		if other != nil && other.Net != nil && other.Cfg.DiT == m.Cfg.DiT && !other.Cond.equal(m.Cond) {
+			return errors.New("flow: the guiding model and the experts must have the sampling model's conditions (labels, properties and their standardisation)")
+		}
+	}
 	switch {
 	case o.guide != nil && (!(o.guideW >= 0) || math.IsInf(o.guideW, 0)):
 		return fmt.Errorf("flow: guidance weight must be finite and >= 0, got %g", o.guideW)
@@ -468,6 +516,15 @@ func (o *sampleOptions) checkDenoisers(m *Model) error {
 		}
 	}
 	return nil
+}
+
+// expertModels returns the denoisers of es.
+func expertModels(es []expert) []*Model {
+	ms := make([]*Model, len(es))
+	for i, e := range es {
+		ms[i] = e.m
+	}
+	return ms
 }
 
 // sameLatentSpace reports whether two flows' autoencoders encode alike:
@@ -567,41 +624,25 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 	B, N, d := x.Dim(0), x.Dim(1), x.Dim(2)
 	dt, be := x.DType(), x.Backend()
 	mask3 := mask.Reshape(B, N, 1)
-	var xsc, guideSC *tensor.Tensor
-	// predict evaluates a denoiser at (x, t) with self-conditioning input
-	// xsc (nil: none).
-	predict := func(net *dit.Model, x *tensor.Tensor, t float64, xsc *tensor.Tensor) *tensor.Tensor {
-		tp := autograd.NoGrad()
-		defer tp.Release()
-		ts := make([]float64, B)
-		for i := range ts {
-			ts[i] = t
-		}
-		var sc *autograd.Var
-		if xsc != nil {
-			sc = autograd.NewConst(xsc)
-		}
-		return net.Forward(tp, autograd.NewConst(x), ts, mask, sc).Value.Clone()
-	}
+	var xsc, guideSC selfCond
 	// velocity evaluates the network at (x, t) and returns the velocity and
-	// the raw prediction (fed back for self-conditioning). With guidance the
+	// the raw predictions (fed back for self-conditioning). With guidance the
 	// velocity comes from the guided prediction.
 	// The denoiser is chosen by the grid time t and evaluated at te
 	// (WithTimeOffsets; te = t without offsets).
-	velocity := func(x *tensor.Tensor, t, te float64, xsc *tensor.Tensor) (v, pred *tensor.Tensor) {
+	velocity := func(x *tensor.Tensor, t, te float64, xsc selfCond) (v *tensor.Tensor, pred selfCond) {
 		net, from := m.Net, 0.0
 		for _, e := range o.experts {
 			if t >= e.from && e.from > from {
 				net, from = e.m.Net, e.from
 			}
 		}
-		pred = predict(net, x, te, xsc)
-		guided := pred
+		guided, pred := o.cf.predict(net, x, te, mask, xsc)
 		if o.guide != nil && o.guideW != 0 {
-			weak := predict(o.guide.Net, x, te, guideSC)
-			guided = tensor.AddScaled(nil, pred, tensor.Sub(nil, pred, weak), o.guideW)
+			weak, weakSC := o.cf.predict(o.guide.Net, x, te, mask, guideSC)
+			guided = tensor.AddScaled(nil, guided, tensor.Sub(nil, guided, weak), o.guideW)
 			if m.Cfg.DiT.SelfCond {
-				guideSC = weak
+				guideSC = weakSC
 			}
 		}
 		if m.Cfg.Target == PredictVelocity {
@@ -660,7 +701,7 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 		tensor.Mul(x, x, mask3)
 		xsc = pred
 		if !m.Cfg.DiT.SelfCond {
-			xsc = nil
+			xsc = selfCond{}
 		}
 	}
 	m.fromFlow(x, mask)
@@ -671,4 +712,57 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 		}
 	}
 	return x, nil
+}
+
+// selfCond holds the self-conditioning inputs of a step: the previous
+// step's prediction under the graphs' conditions and under the null
+// condition (classifier-free guidance evaluates both), nil before the
+// first step or where that prediction is not made. An unconditional
+// sampler uses uncond only.
+type selfCond struct {
+	cond, uncond *tensor.Tensor
+}
+
+// predict evaluates net at (x, t) under g, the batch's guidance, with the
+// self-conditioning inputs sc and returns the guided prediction and the
+// raw predictions for the next step's self-conditioning. Without a
+// condition, or with w = 0, it evaluates the null condition (an
+// unconditional denoiser as it is); with w = 1 the graphs' conditions;
+// otherwise both, in one pass over the batch doubled, and combines them:
+// uncond + w·(cond - uncond).
+func (g guidance) predict(net *dit.Model, x *tensor.Tensor, t float64, mask *tensor.Tensor, sc selfCond) (guided *tensor.Tensor, pred selfCond) {
+	eval := func(x, mask, xsc *tensor.Tensor, cond *dit.Cond) *tensor.Tensor {
+		tp := autograd.NoGrad()
+		defer tp.Release()
+		ts := make([]float64, x.Dim(0))
+		for i := range ts {
+			ts[i] = t
+		}
+		var scv *autograd.Var
+		if xsc != nil {
+			scv = autograd.NewConst(xsc)
+		}
+		return net.ForwardCond(tp, autograd.NewConst(x), ts, mask, scv, cond).Value.Clone()
+	}
+	switch {
+	case g.cond == nil:
+		pred.uncond = eval(x, mask, sc.uncond, nil)
+		return pred.uncond, pred
+	case g.w == 1:
+		pred.cond = eval(x, mask, sc.cond, g.cond)
+		return pred.cond, pred
+	}
+	B := x.Dim(0)
+	var xsc *tensor.Tensor
+	if sc.cond != nil {
+		xsc = tensor.Concat(nil, 0, sc.cond, sc.uncond)
+	}
+	both := eval(tensor.Concat(nil, 0, x, x), tensor.Concat(nil, 0, mask, mask), xsc, g.both)
+	pred.cond, pred.uncond = both.Slice(0, 0, B).Clone(), both.Slice(0, B, 2*B).Clone()
+	return g.combine(pred.cond, pred.uncond), pred
+}
+
+// combine returns the guided prediction uncond + w·(cond - uncond).
+func (g guidance) combine(cond, uncond *tensor.Tensor) *tensor.Tensor {
+	return tensor.AddScaled(nil, uncond, tensor.Sub(nil, cond, uncond), g.w)
 }

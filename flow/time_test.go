@@ -73,6 +73,9 @@ func TestResumable(t *testing.T) {
 		{"validation", func(c *Config) { c.ValEvery, c.ValSamples = 7, 3 }, true},
 		{"batch", func(c *Config) { c.BatchSize++ }, true}, // batch order is a function of (seed, step, batch)
 		{"width", func(c *Config) { c.DiT.Width *= 2 }, false},
+		{"cond drop", func(c *Config) { c.CondDrop = 0.2 }, true},
+		{"classes", func(c *Config) { c.DiT.Classes = 2 }, false},
+		{"cond dim", func(c *Config) { c.DiT.CondDim = 1 }, false},
 		{"target", func(c *Config) { c.Target = PredictVelocity }, false},
 	} {
 		c := base

@@ -24,6 +24,11 @@ import (
 // the mean and log-variance of every node's latent, (N_i, d) float32.
 type Latents struct {
 	Mu, LogVar []*tensor.Tensor
+	// Cond, when not nil, holds the graphs' conditions (NewConditions):
+	// Train then trains a conditional flow, whose Config.DiT must have
+	// the schema's numbers of labels and properties
+	// (Config.ForCondition). EncodeLatents leaves it nil.
+	Cond *Conditions
 }
 
 // EncodeLatents encodes every graph of d with the frozen LG-VAE in
@@ -177,7 +182,8 @@ type TrainOptions struct {
 	Init *Model
 	// Score rates validation samples (higher is better, e.g. the fraction
 	// of valid graphs); nil disables validation-based selection and the
-	// last model is kept.
+	// last model is kept. A conditional flow's validation samples are
+	// unconditional (the null condition).
 	Score    func(gs []*graph.Graph) float64
 	Progress func(Progress)
 	LogEvery int
@@ -332,6 +338,9 @@ type preparedBatch struct {
 	// it; decoderTerm.prepare).
 	graphs           *graph.Batch
 	decBase, decCoef *tensor.Tensor
+	// cond is the batch's condition, some of it dropped (a conditional
+	// flow; nil without).
+	cond *dit.Cond
 }
 
 // prepareBatch draws the times and noise of a batch x1 (B, N, d) with mask
@@ -376,20 +385,21 @@ func prepareBatch(cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *preparedB
 }
 
 // loss runs net on the prepared batch (brought to the network's backend)
-// and returns the weighted squared error, drawing the self-conditioning
-// decision from r after prepareBatch's draws; with dec, plus its weight
-// times the decoder loss of the data estimate.
+// under its condition and returns the weighted squared error, drawing the
+// self-conditioning decision from r after prepareBatch's draws; with dec,
+// plus its weight times the decoder loss of the data estimate. The
+// self-conditioning pass sees the same condition.
 func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *tensor.RNG, dec *decoderTerm) (*autograd.Var, error) {
 	be := net.Backend()
 	xtV, devMask := autograd.NewConst(tp.Own(p.xt.On(be))), tp.Own(p.mask.On(be))
 	var xsc *autograd.Var
 	if cfg.DiT.SelfCond && r.Uniform() < cfg.SelfCondProb {
 		ng := autograd.NoGrad()
-		pred := net.Forward(ng, xtV, p.t, devMask, nil)
+		pred := net.ForwardCond(ng, xtV, p.t, devMask, nil, p.cond)
 		xsc = autograd.NewConst(tp.Own(pred.Value.Clone()))
 		ng.Release()
 	}
-	pred := net.Forward(tp, xtV, p.t, devMask, xsc)
+	pred := net.ForwardCond(tp, xtV, p.t, devMask, xsc, p.cond)
 	fm := tp.SquaredError(pred, autograd.NewConst(tp.Own(p.target.On(be))), tp.Own(p.w.On(be)))
 	if dec == nil {
 		return fm, nil
@@ -423,6 +433,12 @@ func otCouple(x0, x1, mask *tensor.Tensor) *tensor.Tensor {
 // training set train (with its latents precomputed by EncodeLatents). A
 // failure of the backend's device (out of memory, tensor.ErrDevice) is
 // returned as an error.
+//
+// With lat.Cond it trains a conditional flow (Condition): each training
+// graph's condition is standardised with the schema and dropped, replaced
+// by the null condition, with probability cfg.CondDrop, drawn from the
+// step's seeded generator (after the batch's noise and times), so a
+// resumed run continues bit for bit.
 func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions) (_ *Model, err error) {
 	defer tensor.CatchDeviceError(&err)
 	if err := cfg.Validate(); err != nil {
@@ -439,19 +455,23 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			return nil, err
 		}
 	}
+	var schema *Condition
+	if lat.Cond != nil {
+		if err := lat.Cond.check(len(lat.Mu)); err != nil {
+			return nil, err
+		}
+		schema = lat.Cond.Schema
+	}
+	if err := checkSchema(schema, cfg.DiT); err != nil {
+		return nil, fmt.Errorf("flow: %w", err)
+	}
 	net, err := dit.New(cfg.DiT, tensor.NewRNG(cfg.Seed))
 	if err != nil {
 		return nil, err
 	}
 	if opts.Init != nil {
-		if opts.Init.Cfg.DiT != cfg.DiT {
-			return nil, fmt.Errorf("flow: the initial denoiser is %+v, this flow's %+v", opts.Init.Cfg.DiT, cfg.DiT)
-		}
-		if opts.Init.Cfg.Standardize != cfg.Standardize {
-			return nil, fmt.Errorf("flow: the initial denoiser worked on %s latents, this flow on %s ones", latentForm(opts.Init.Cfg.Standardize), latentForm(cfg.Standardize))
-		}
-		if err := nn.LoadStateDict(net, nn.StateDict(opts.Init.Net)); err != nil {
-			return nil, fmt.Errorf("flow: initial weights: %w", err)
+		if err := initFrom(net, opts.Init, cfg); err != nil {
+			return nil, err
 		}
 	}
 	if be := opts.Backend; be != nil && be != tensor.CPU {
@@ -472,7 +492,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: cfg, VAE: ae, NodeCounts: NodeCountHistogram(train.Graphs)}
+	m := &Model{Cfg: cfg, VAE: ae, NodeCounts: NodeCountHistogram(train.Graphs), Cond: cloneCondition(schema)}
 	n := len(train.Graphs)
 	first := trainer.BatchOrder(cfg.Seed^0xf10f10, n, cfg.BatchSize, 0)
 	m.Scale = lat.latentScale(first, cfg.SampleLatents, tensor.NewRNG(cfg.Seed^0x5ca1e))
@@ -488,6 +508,9 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	var run trainer.RunState
 	statePath, modelPath := "", ""
 	meta := map[string]string{trainer.MetaKind: stateKind, trainer.MetaConfig: trainer.MarshalMeta(cfg)}
+	if m.Cond != nil {
+		meta[metaCondition] = trainer.MarshalMeta(m.Cond)
+	}
 	if opts.Dir != "" {
 		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 			return nil, err
@@ -502,6 +525,9 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 				var saved Config
 				if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || !resumable(saved, cfg) {
 					return nil, fmt.Errorf("flow: resume: %s was written for a different configuration", statePath)
+				}
+				if st.Meta[metaCondition] != meta[metaCondition] {
+					return nil, fmt.Errorf("flow: resume: %s was written for other conditions (%s), these are %s", statePath, orNone(st.Meta[metaCondition]), orNone(meta[metaCondition]))
 				}
 				if err := ema.LoadWeights(st.Extra); err != nil {
 					return nil, fmt.Errorf("flow: resume: EMA weights: %w", err)
@@ -583,6 +609,9 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			if dec != nil {
 				dec.prepare(pb, train, batch)
 			}
+			if lat.Cond != nil {
+				pb.cond = lat.Cond.batch(batch, cfg.condDrop(), r)
+			}
 			return func() error {
 				opt.SetLR(schedule.LR(step + 1))
 				tp := autograd.NewTape()
@@ -661,6 +690,52 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	return m, nil
 }
 
+// initFrom loads the weights of init's denoiser into net, this flow's
+// (TrainOptions.Init): a denoiser of the same configuration, or an
+// unconditional one of the same shape for a conditional flow, whose
+// condition paths then start at zero (dit.New), so that the flow starts
+// as the unconditional one.
+func initFrom(net *dit.Model, init *Model, cfg Config) error {
+	shared := cfg.DiT
+	shared.Classes, shared.CondDim = 0, 0
+	switch {
+	case init.Cfg.DiT != cfg.DiT && init.Cfg.DiT != shared:
+		return fmt.Errorf("flow: the initial denoiser is %+v, this flow's %+v", init.Cfg.DiT, cfg.DiT)
+	case init.Cfg.Standardize != cfg.Standardize:
+		return fmt.Errorf("flow: the initial denoiser worked on %s latents, this flow on %s ones", latentForm(init.Cfg.Standardize), latentForm(cfg.Standardize))
+	}
+	sd := nn.StateDict(net)
+	for k, v := range sd {
+		sd[k] = v.Clone() // the condition paths keep their own
+	}
+	for k, v := range nn.StateDict(init.Net) {
+		sd[k] = v
+	}
+	if err := nn.LoadStateDict(net, sd); err != nil {
+		return fmt.Errorf("flow: initial weights: %w", err)
+	}
+	return nil
+}
+
+// cloneCondition returns a deep copy of s (nil for nil).
+func cloneCondition(s *Condition) *Condition {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.Labels = slices.Clone(s.Labels)
+	c.Properties = slices.Clone(s.Properties)
+	return &c
+}
+
+// orNone returns s, or "none" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
 // resumable reports whether a checkpoint written under saved can continue
 // under cfg: the step count, the learning rate and its cooldown, the training-time
 // distribution, the noise pairing (OTCoupling) and the validation and
@@ -674,8 +749,9 @@ func resumable(saved, cfg Config) bool {
 	saved.LR, saved.Cooldown = cfg.LR, cfg.Cooldown
 	saved.TimeMean, saved.TimeStd, saved.OTCoupling, saved.BucketBySize = cfg.TimeMean, cfg.TimeStd, cfg.OTCoupling, cfg.BucketBySize
 	// The decoder loss changes the objective, not the model: a flow may
-	// be fine-tuned with it from its flow-matching state.
-	saved.DecoderWeight = cfg.DecoderWeight
+	// be fine-tuned with it from its flow-matching state. So does the
+	// condition dropout.
+	saved.DecoderWeight, saved.CondDrop = cfg.DecoderWeight, cfg.CondDrop
 	// So do the path's training points.
 	saved.PathLead, saved.PathSteps = cfg.PathLead, cfg.PathSteps
 	saved.BatchSize = cfg.BatchSize

@@ -1,0 +1,641 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"lgflow/dit"
+	"lgflow/flow"
+	"lgflow/graph"
+	"lgflow/nn"
+	"lgflow/safetensors"
+	"lgflow/tensor"
+	"lgflow/trainer"
+)
+
+func TestNewConditions(t *testing.T) {
+	c, err := flow.NewConditions([]string{"tree", "planar", "tree", "grid"}, []string{"edges", "k"},
+		[][]float64{{10, 1}, {20, 1}, {30, 1}, {40, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Schema
+	if !slices.Equal(s.Labels, []string{"grid", "planar", "tree"}) || !slices.Equal(c.Labels, []int{2, 1, 2, 0}) {
+		t.Errorf("labels %v, indices %v", s.Labels, c.Labels)
+	}
+	want := []flow.Property{{Name: "edges", Mean: 25, Std: math.Sqrt(125), Min: 10, Max: 40}, {Name: "k", Mean: 1, Std: 1, Min: 1, Max: 1}}
+	if !slices.Equal(s.Properties, want) {
+		t.Errorf("properties %+v, want %+v", s.Properties, want)
+	}
+	if got := c.Cond(2); got.Label != "tree" || !slices.Equal(got.Props, []float64{30, 1}) {
+		t.Errorf("Cond(2) = %+v", got)
+	}
+	if lo, hi := s.Range(0); lo != 10-0.5*math.Sqrt(125) || hi != 40+0.5*math.Sqrt(125) {
+		t.Errorf("range of edges [%g, %g]", lo, hi)
+	}
+	if c, err := flow.NewConditions(nil, []string{"x"}, [][]float64{{1}, {3}}); err != nil || c.Labels != nil || c.Len() != 2 {
+		t.Errorf("properties only: %+v, %v", c, err)
+	}
+	if c, err := flow.NewConditions([]string{"a", "b"}, nil, nil); err != nil || c.Props != nil || c.Len() != 2 {
+		t.Errorf("labels only: %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		names  []string
+		props  [][]float64
+		want   string
+	}{
+		{"nothing", nil, nil, nil, "needs a label or a property"},
+		{"missing label", []string{"a", ""}, nil, nil, "no label"},
+		{"label with a comma", []string{"a,b"}, nil, nil, "label name"},
+		{"lengths", []string{"a", "b"}, []string{"x"}, [][]float64{{1}}, "2 labels and 1 property"},
+		{"short row", nil, []string{"x", "y"}, [][]float64{{1, 2}, {3}}, "graph 1 has 1 property values"},
+		{"NaN", nil, []string{"x"}, [][]float64{{math.NaN()}}, "not a finite number"},
+		{"reserved name", nil, []string{"label"}, [][]float64{{1}}, "reserved"},
+		{"twice", nil, []string{"x", "x"}, [][]float64{{1, 2}}, "given twice"},
+		{"no values", nil, []string{"x"}, [][]float64{}, "no property values"},
+	} {
+		if _, err := flow.NewConditions(tc.labels, tc.names, tc.props); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// testSchema has two labels and two properties: x in [0, 10] (std 2)
+// and y in [-1, 1] (std 0.5), with tolerance 0.5 std.
+func testSchema() *flow.Condition {
+	return &flow.Condition{Labels: []string{"a", "b"}, Properties: []flow.Property{
+		{Name: "x", Mean: 5, Std: 2, Min: 0, Max: 10}, {Name: "y", Std: 0.5, Min: -1, Max: 1}}}
+}
+
+func TestConditionParse(t *testing.T) {
+	s := testSchema()
+	for _, tc := range []struct {
+		text string
+		want flow.Cond
+		err  string
+	}{
+		{"label=a,x=3,y=0.5", flow.Cond{Label: "a", Props: []float64{3, 0.5}}, ""},
+		{" y = -1 , label = b , x = 10.9 ", flow.Cond{Label: "b", Props: []float64{10.9, -1}}, ""},
+		{"null", flow.Cond{}, ""},
+		{"label=c,x=1,y=0", flow.Cond{}, "unknown label"},
+		{"label=a,x=1", flow.Cond{}, "lacks the properties y"},
+		{"x=1,y=0", flow.Cond{}, "no label"},
+		{"label=a", flow.Cond{}, "no properties"},
+		{"label=a,x=12,y=0", flow.Cond{}, "outside the range"},
+		{"label=a,x=one,y=0", flow.Cond{}, "not a number"},
+		{"label=a,z=1,x=1,y=0", flow.Cond{}, "unknown key"},
+		{"label=a,prop=1,y=0", flow.Cond{}, "unknown key"}, // prop= only for a single property
+		{"label=a,x=1,x=2,y=0", flow.Cond{}, "twice"},
+		{"label=a,label=b,x=1,y=0", flow.Cond{}, "two labels"},
+		{"label", flow.Cond{}, "not key=value"},
+		{"", flow.Cond{}, "not key=value"},
+	} {
+		got, err := s.Parse(tc.text)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("Parse(%q): %v", tc.text, err)
+		case tc.err == "" && (got.Label != tc.want.Label || !slices.Equal(got.Props, tc.want.Props)):
+			t.Errorf("Parse(%q) = %+v, want %+v", tc.text, got, tc.want)
+		case tc.err == "" && s.Format(got) != strings.ReplaceAll(tc.text, " ", "") && tc.text[0] != ' ':
+			t.Errorf("Format(Parse(%q)) = %q", tc.text, s.Format(got))
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("Parse(%q): error %v, want one mentioning %q", tc.text, err, tc.err)
+		}
+	}
+	one := &flow.Condition{Properties: []flow.Property{{Name: "edges", Mean: 100, Std: 10, Min: 80, Max: 130}}}
+	if c, err := one.Parse("prop=90"); err != nil || !slices.Equal(c.Props, []float64{90}) {
+		t.Errorf("prop=90 with one property: %+v, %v", c, err)
+	}
+	var none *flow.Condition
+	if _, err := none.Parse("label=a"); err == nil || !strings.Contains(err.Error(), "unconditional") {
+		t.Errorf("an unconditional model's Parse: %v", err)
+	}
+}
+
+func TestConditionValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*flow.Condition)
+		want string
+	}{
+		{"good", func(*flow.Condition) {}, ""},
+		{"empty", func(c *flow.Condition) { c.Labels, c.Properties = nil, nil }, "needs a label or a property"},
+		{"label twice", func(c *flow.Condition) { c.Labels = []string{"a", "a"} }, "twice"},
+		{"empty label", func(c *flow.Condition) { c.Labels = []string{""} }, "label name"},
+		{"zero std", func(c *flow.Condition) { c.Properties[0].Std = 0 }, "std 0"},
+		{"min above max", func(c *flow.Condition) { c.Properties[1].Min = 2 }, "range"},
+		{"NaN mean", func(c *flow.Condition) { c.Properties[0].Mean = math.NaN() }, "mean NaN"},
+		{"negative tolerance", func(c *flow.Condition) { c.Tolerance = -1 }, "tolerance"},
+		{"property with =", func(c *flow.Condition) { c.Properties[0].Name = "a=b" }, "property name"},
+	} {
+		s := testSchema()
+		tc.edit(s)
+		err := s.Validate()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestGraphProperties(t *testing.T) {
+	tri := graph.New(4) // a triangle with a pendant node: 4 edges, 1 triangle, diameter 2, 1 ring
+	for _, e := range [][2]int{{0, 1}, {1, 2}, {0, 2}, {2, 3}} {
+		tri.MustAddEdge(e[0], e[1])
+	}
+	k4 := graph.New(4)
+	for u := range 4 {
+		for v := u + 1; v < 4; v++ {
+			k4.MustAddEdge(u, v)
+		}
+	}
+	path := graph.New(5)
+	for u := range 4 {
+		path.MustAddEdge(u, u+1)
+	}
+	dag := graph.NewDirected(3) // a directed triangle's undirected view
+	for _, e := range [][2]int{{0, 1}, {1, 2}, {0, 2}} {
+		dag.MustAddEdge(e[0], e[1])
+	}
+	got, err := flow.GraphProperties([]*graph.Graph{tri, k4, path, dag}, "edges", "triangles", "diameter", "rings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]float64{{4, 1, 2, 1}, {6, 4, 1, 3}, {4, 0, 4, 0}, {3, 1, 1, 1}}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("graph %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	two := graph.New(4)
+	two.MustAddEdge(0, 1)
+	two.MustAddEdge(2, 3)
+	if _, err := flow.GraphProperties([]*graph.Graph{tri, two}, "diameter"); err == nil || !strings.Contains(err.Error(), "graph 1") {
+		t.Errorf("diameter of a disconnected graph: %v", err)
+	}
+	if v, err := flow.GraphProperties([]*graph.Graph{two}, "rings", "edges"); err != nil || !slices.Equal(v[0], []float64{0, 2}) {
+		t.Errorf("two edges: %v, %v", v, err)
+	}
+	if _, err := flow.GraphProperties([]*graph.Graph{tri}, "girth"); err == nil || !strings.Contains(err.Error(), "unknown property") {
+		t.Errorf("unknown property: %v", err)
+	}
+}
+
+// conditionalFlow returns an untrained flow on ae conditioned as s says
+// (nil: unconditional), its denoiser drawn with seed 1 as untrainedFlow's.
+func conditionalFlow(t *testing.T, f *fixture, s *flow.Condition) *flow.Model {
+	t.Helper()
+	m := untrainedFlow(t, f.ae)
+	m.Cfg = m.Cfg.ForCondition(s)
+	net, err := dit.New(m.Cfg.DiT, tensor.NewRNG(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Net, m.Cond = net, s
+	return m
+}
+
+// TestUnconditionalUnaffected checks that conditioning leaves
+// unconditional flows as they were: a shipped checkpoint loads with no
+// condition and no condition parameters, samples the same with the
+// guidance scale 1 as without it, and a conditional flow whose condition
+// paths are at their initial zero samples exactly what the unconditional
+// flow with the same weights does, under any condition and scale.
+func TestUnconditionalUnaffected(t *testing.T) {
+	f := getFixture(t)
+	ctx := context.Background()
+	for _, name := range []string{"tree", "planar"} {
+		dir := filepath.Join("..", "pretrained", name)
+		if _, err := os.Stat(filepath.Join(dir, flow.ModelFile)); err != nil {
+			t.Logf("%s: no shipped model (%v)", name, err)
+			continue
+		}
+		m, err := flow.OpenWith(dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Cond != nil || m.Cfg.DiT.Conditional() {
+			t.Errorf("%s: loaded as a conditional flow", name)
+		}
+		for _, p := range m.Net.Params() {
+			if strings.HasPrefix(p.Name, "y_embed") || strings.HasPrefix(p.Name, "cond_") {
+				t.Errorf("%s: parameter %s", name, p.Name)
+			}
+		}
+		opts := []flow.SampleOption{flow.WithRecipe(flow.NoRecipe), flow.WithSeed(5), flow.WithSteps(3), flow.WithNodeCounts([]int{7, 12})}
+		a, err := flow.SampleLatents(ctx, m, 2, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := flow.SampleLatents(ctx, m, 2, append(opts, flow.WithGuidanceScale(1))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameLatents(a, b) {
+			t.Errorf("%s: guidance scale 1 changed the samples", name)
+		}
+	}
+
+	plain := untrainedFlow(t, f.ae)
+	cond := conditionalFlow(t, f, testSchema())
+	latents := sampleLatentsOf(t, 3)
+	want := latents(plain)
+	for _, opts := range [][]flow.SampleOption{
+		nil,
+		{flow.WithCondition(flow.Cond{Label: "b", Props: []float64{3, 0}})},
+		{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{9, -1}}), flow.WithGuidanceScale(2.5)},
+		{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{9, -1}}), flow.WithGuidanceScale(0)},
+	} {
+		if !sameLatents(want, latents(cond, opts...)) {
+			t.Errorf("an untrained conditional flow with options %d samples other latents than the unconditional one", len(opts))
+		}
+	}
+}
+
+// TestConditionErrors checks that conditions a model cannot take are
+// errors, each naming its cause, and that a conditional model sampled
+// without a condition samples unconditionally, whatever the scale.
+func TestConditionErrors(t *testing.T) {
+	f := getFixture(t)
+	ctx := context.Background()
+	plain := untrainedFlow(t, f.ae)
+	m := conditionalFlow(t, f, testSchema())
+	ok := flow.Cond{Label: "a", Props: []float64{3, 0}}
+	other := conditionalFlow(t, f, &flow.Condition{Labels: []string{"a", "c"}, Properties: testSchema().Properties})
+	for _, tc := range []struct {
+		name string
+		m    *flow.Model
+		opts []flow.SampleOption
+		want string // "": no error
+	}{
+		{"fine", m, []flow.SampleOption{flow.WithCondition(ok)}, ""},
+		{"one per graph", m, []flow.SampleOption{flow.WithCondition(ok, flow.Cond{}, ok)}, ""},
+		{"within the tolerance", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "b", Props: []float64{-0.99, 1.24}})}, ""},
+		{"unknown label", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "c", Props: []float64{3, 0}})}, "unknown label \"c\""},
+		{"too few properties", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{3}})}, "1 property values for a model with 2"},
+		{"too many properties", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{3, 0, 1}})}, "3 property values"},
+		{"above the range", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{11.5, 0}})}, "property x = 11.5 is outside the range"},
+		{"below the range", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{3, -1.3}})}, "property y = -1.3 is outside"},
+		{"NaN property", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{math.NaN(), 0}})}, "not a finite number"},
+		{"label only", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a"})}, "no properties"},
+		{"properties only", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Props: []float64{1, 0}})}, "no label"},
+		{"bad graph named", m, []flow.SampleOption{flow.WithCondition(ok, ok, flow.Cond{Label: "z", Props: []float64{1, 0}})}, "(graph 2)"},
+		{"conditions for other counts", m, []flow.SampleOption{flow.WithCondition(ok, ok)}, "2 conditions for 3 graphs"},
+		{"negative scale", m, []flow.SampleOption{flow.WithCondition(ok), flow.WithGuidanceScale(-1)}, "guidance scale"},
+		{"infinite scale", m, []flow.SampleOption{flow.WithCondition(ok), flow.WithGuidanceScale(math.Inf(1))}, "guidance scale"},
+		{"condition for an unconditional model", plain, []flow.SampleOption{flow.WithCondition(ok)}, "unconditional"},
+		{"scale for an unconditional model", plain, []flow.SampleOption{flow.WithGuidanceScale(2)}, "unconditional"},
+		{"scale 1 for an unconditional model", plain, []flow.SampleOption{flow.WithGuidanceScale(1)}, ""},
+		{"expert with other labels", m, []flow.SampleOption{flow.WithCondition(ok), flow.WithExpert(other, 0.9)}, "conditions"},
+		{"guide with other labels", m, []flow.SampleOption{flow.WithGuidance(other, 1)}, "conditions"},
+		{"guide with the same conditions", m, []flow.SampleOption{flow.WithCondition(ok), flow.WithGuidanceScale(2), flow.WithGuidance(m, 1)}, ""},
+	} {
+		_, err := flow.SampleLatents(ctx, tc.m, 3, append(tc.opts, flow.WithSteps(3))...)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := m.EndpointPerturbation(0.5, 0.9, 2, flow.WithCondition(ok)); err == nil {
+		t.Error("EndpointPerturbation took a condition")
+	}
+
+	// Without a condition a conditional model samples unconditionally:
+	// the same latents as with the null condition for every graph, at any
+	// scale; and the same as guidance scale 0 under a condition.
+	randomizeCond(m, 6)
+	latents := sampleLatentsOf(t, 4)
+	uncond := latents(m)
+	for _, opts := range [][]flow.SampleOption{
+		{flow.WithGuidanceScale(3)},
+		{flow.WithCondition(flow.Cond{})},
+		{flow.WithCondition(ok), flow.WithGuidanceScale(0)},
+	} {
+		if !sameLatents(uncond, latents(m, opts...)) {
+			t.Errorf("options %d: not the unconditional samples", len(opts))
+		}
+	}
+	if sameLatents(uncond, latents(m, flow.WithCondition(ok))) {
+		t.Error("the condition changed nothing")
+	}
+}
+
+// randomizeCond gives m's condition paths random weights, as if trained.
+func randomizeCond(m *flow.Model, seed uint64) {
+	r := tensor.NewRNG(seed)
+	for _, p := range m.Net.Params() {
+		if strings.HasPrefix(p.Name, "y_embed.") || strings.HasPrefix(p.Name, "cond_") {
+			tensor.FillNormal(p.V.Value, r, 0, 0.5)
+		}
+	}
+}
+
+// condData is a training set of two classes that the latents tell apart:
+// the fixture's graphs, alternately "hi" (first latent coordinate about
+// +2) and "lo" (about -2), with a property "level" equal to that centre.
+type condData struct {
+	lat    *flow.Latents
+	labels []string
+	level  [][]float64
+}
+
+var (
+	condOnce sync.Once
+	condFix  *condData
+)
+
+func getCondData(t *testing.T) *condData {
+	t.Helper()
+	f := getFixture(t)
+	condOnce.Do(func() {
+		d := &condData{lat: &flow.Latents{}}
+		r := tensor.NewRNG(17)
+		for i, mu := range f.lat.Mu {
+			n := mu.Dim(0)
+			c, label := 2.0, "hi"
+			if i%2 == 1 {
+				c, label = -2, "lo"
+			}
+			z := tensor.RandN(r, tensor.Float32, n, 4)
+			tensor.MulScalar(z, z, 0.3)
+			for j := range n {
+				z.Set(z.At(j, 0)+c, j, 0)
+			}
+			d.lat.Mu = append(d.lat.Mu, z)
+			d.lat.LogVar = append(d.lat.LogVar, tensor.Full(tensor.Float32, -10, n, 4))
+			d.labels = append(d.labels, label)
+			d.level = append(d.level, []float64{c})
+		}
+		condFix = d
+	})
+	return condFix
+}
+
+// latents returns a copy of the training latents with conditions c.
+func (d *condData) latents(c *flow.Conditions) *flow.Latents {
+	return &flow.Latents{Mu: d.lat.Mu, LogVar: d.lat.LogVar, Cond: c}
+}
+
+// meanFirst returns the mean of the first latent coordinate over every
+// node of zs.
+func meanFirst(zs []*tensor.Tensor) float64 {
+	s, n := 0.0, 0
+	for _, z := range zs {
+		for j := range z.Dim(0) {
+			s += z.At(j, 0)
+			n++
+		}
+	}
+	return s / float64(n)
+}
+
+// TestTrainConditional trains tiny conditional flows on two classes of
+// latents, by label and by property, and checks that the condition moves
+// the samples to the class asked for, more so with a guidance scale of 2.
+func TestTrainConditional(t *testing.T) {
+	f := getFixture(t)
+	d := getCondData(t)
+	ctx := context.Background()
+	byLabel, err := flow.NewConditions(d.labels, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byLevel, err := flow.NewConditions(nil, []string{"level"}, d.level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		conds  *flow.Conditions
+		hi, lo flow.Cond
+	}{
+		{"label", byLabel, flow.Cond{Label: "hi"}, flow.Cond{Label: "lo"}},
+		{"property", byLevel, flow.Cond{Props: []float64{2}}, flow.Cond{Props: []float64{-2}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := f.cfg.ForCondition(tc.conds.Schema)
+			// 600 steps of the tiny preset on standardised latents: about
+			// a second on one core.
+			cfg.Steps, cfg.EMAAfter, cfg.EMABeta, cfg.Standardize = 600, 50, 0.95, true
+			m, err := flow.Train(ctx, cfg, f.ae, f.data, d.latents(tc.conds), flow.TrainOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mean := func(opts ...flow.SampleOption) float64 {
+				zs, err := flow.SampleLatents(ctx, m, 24, append([]flow.SampleOption{flow.WithSeed(9), flow.WithSteps(20)}, opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return meanFirst(zs)
+			}
+			hi, lo, un := mean(flow.WithCondition(tc.hi)), mean(flow.WithCondition(tc.lo)), mean()
+			hi2, lo2 := mean(flow.WithCondition(tc.hi), flow.WithGuidanceScale(2)), mean(flow.WithCondition(tc.lo), flow.WithGuidanceScale(2))
+			t.Logf("mean first coordinate: hi %.3f, lo %.3f, unconditional %.3f; guidance 2: hi %.3f, lo %.3f", hi, lo, un, hi2, lo2)
+			switch {
+			case !(hi > 0.5 && lo < -0.5 && hi-lo > 2):
+				t.Errorf("conditioned samples not in their classes (centres +2 and -2): hi %.3f, lo %.3f", hi, lo)
+			case !(hi2-lo2 > hi-lo):
+				t.Errorf("guidance 2 separates the classes less than guidance 1: hi %.3f, lo %.3f", hi2, lo2)
+			}
+		})
+	}
+}
+
+// TestConditionRoundTrip trains a conditional flow into a directory and
+// loads it back: the schema, the weights and the samples under a
+// condition are the same; metadata that does not fit is an error.
+func TestConditionRoundTrip(t *testing.T) {
+	f := getFixture(t)
+	d := getCondData(t)
+	ctx := context.Background()
+	conds, err := flow.NewConditions(d.labels, []string{"level"}, d.level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.cfg.ForCondition(conds.Schema)
+	cfg.Steps, cfg.CondDrop = 20, 0.2
+	dir := t.TempDir()
+	m, err := flow.Train(ctx, cfg, f.ae, f.data, d.latents(conds), flow.TrainOptions{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, flow.ModelFile)
+	back, err := flow.Load(path, f.ae)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Cond == nil || !slices.Equal(back.Cond.Labels, []string{"hi", "lo"}) || !slices.Equal(back.Cond.Properties, conds.Schema.Properties) {
+		t.Fatalf("schema %+v after loading, want %+v", back.Cond, conds.Schema)
+	}
+	if back.Cfg != cfg {
+		t.Errorf("configuration %+v after loading, want %+v", back.Cfg, cfg)
+	}
+	a, b := nn.StateDict(m.Net), nn.StateDict(back.Net)
+	for k, x := range a {
+		if tensor.MaxAbs(tensor.Sub(nil, x, b[k])) != 0 {
+			t.Errorf("%s differs after loading", k)
+		}
+	}
+	latents := sampleLatentsOf(t, 2)
+	opts := []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "lo", Props: []float64{-2}}), flow.WithGuidanceScale(1.5)}
+	if !sameLatents(latents(m, opts...), latents(back, opts...)) {
+		t.Error("the loaded flow samples other latents")
+	}
+
+	file, err := safetensors.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainCfg := trainer.MarshalMeta(f.cfg)
+	for _, tc := range []struct {
+		name string
+		edit func(meta map[string]string)
+	}{
+		{"no schema", func(meta map[string]string) { delete(meta, "condition") }},
+		{"bad JSON", func(meta map[string]string) { meta["condition"] = "{" }},
+		{"schema of one label", func(meta map[string]string) {
+			meta["condition"] = `{"labels":["hi"],"properties":[{"name":"level","mean":0,"std":2,"min":-2,"max":2}]}`
+		}},
+		{"zero std", func(meta map[string]string) {
+			meta["condition"] = `{"labels":["hi","lo"],"properties":[{"name":"level","mean":0,"std":0,"min":-2,"max":2}]}`
+		}},
+		{"schema for an unconditional denoiser", func(meta map[string]string) { meta[trainer.MetaConfig] = plainCfg }},
+		{"more classes than the file holds", func(meta map[string]string) {
+			c := cfg
+			c.DiT.Classes = 3
+			meta[trainer.MetaConfig] = trainer.MarshalMeta(c)
+			meta["condition"] = `{"labels":["hi","lo","mid"],"properties":[{"name":"level","mean":0,"std":2,"min":-2,"max":2}]}`
+		}},
+	} {
+		meta := map[string]string{}
+		for k, v := range file.Metadata {
+			meta[k] = v
+		}
+		tc.edit(meta)
+		p := filepath.Join(t.TempDir(), "bad.safetensors")
+		if err := safetensors.Save(p, file.Tensors, meta); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loadFlowNoPanic(t, p, f.ae); err == nil {
+			t.Errorf("%s: loaded", tc.name)
+		}
+	}
+}
+
+// TestResumeConditional interrupts a conditional run and resumes it: the
+// condition dropout is drawn from the steps' seeded generators, so the
+// result equals the uninterrupted run's bit for bit. Resuming with other
+// conditions is refused.
+func TestResumeConditional(t *testing.T) {
+	f := getFixture(t)
+	d := getCondData(t)
+	ctx := context.Background()
+	conds, err := flow.NewConditions(d.labels, []string{"level"}, d.level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.cfg.ForCondition(conds.Schema)
+	cfg.Steps, cfg.CheckpointEvery, cfg.CondDrop = 24, 8, 0.3
+	lat := d.latents(conds)
+	run := func(ctx context.Context, dir string, resume bool, lat *flow.Latents, onStep func(int)) (*flow.Model, error) {
+		return flow.Train(ctx, cfg, f.ae, f.data, lat, flow.TrainOptions{Dir: dir, Resume: resume, LogEvery: 1,
+			Progress: func(p flow.Progress) { onStep(p.Step) }})
+	}
+	straight, err := run(ctx, t.TempDir(), false, lat, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if _, err := run(cctx, dir, false, lat, func(s int) {
+		if s == 16 {
+			cancel()
+		}
+	}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	resumed, err := run(ctx, dir, true, lat, func(int) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := nn.StateDict(straight.Net), nn.StateDict(resumed.Net)
+	for k, x := range a {
+		if tensor.MaxAbs(tensor.Sub(nil, x, b[k])) != 0 {
+			t.Errorf("%s differs between the resumed and the uninterrupted run", k)
+		}
+	}
+	other, err := flow.NewConditions(d.labels, []string{"level"}, append(slices.Clone(d.level[:len(d.level)-1]), []float64{5}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(ctx, dir, true, d.latents(other), func(int) {}); err == nil || !strings.Contains(err.Error(), "other conditions") {
+		t.Errorf("resumed with other conditions: %v", err)
+	}
+}
+
+// TestTrainConditionErrors checks Train's checks of the conditions.
+func TestTrainConditionErrors(t *testing.T) {
+	f := getFixture(t)
+	d := getCondData(t)
+	ctx := context.Background()
+	conds, err := flow.NewConditions(d.labels, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := flow.NewConditions(d.labels[:5], nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.cfg
+	cfg.Steps = 1
+	for _, tc := range []struct {
+		name string
+		cfg  flow.Config
+		lat  *flow.Latents
+		want string
+	}{
+		{"conditions for an unconditional denoiser", cfg, d.latents(conds), "ForCondition"},
+		{"conditional denoiser without conditions", cfg.ForCondition(conds.Schema), d.latents(nil), "without a condition schema"},
+		{"conditions for other graphs", cfg.ForCondition(short.Schema), d.latents(short), "conditions for 5 graphs"},
+		{"CondDrop 1", func() flow.Config { c := cfg.ForCondition(conds.Schema); c.CondDrop = 1; return c }(), d.latents(conds), "CondDrop"},
+	} {
+		if _, err := flow.Train(ctx, tc.cfg, f.ae, f.data, tc.lat, flow.TrainOptions{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	// A conditional flow may start from an unconditional one: the shared
+	// weights come from it (one step at a negligible learning rate keeps
+	// them; a denoiser drawn afresh would differ by about InitStd).
+	init := conditionalFlow(t, f, nil)
+	init.Net, err = dit.New(init.Cfg.DiT, tensor.NewRNG(99))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.ForCondition(conds.Schema)
+	c.Steps, c.LR = 1, 1e-12
+	m, err := flow.Train(ctx, c, f.ae, f.data, d.latents(conds), flow.TrainOptions{Init: init})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := nn.StateDict(init.Net)
+	for k, x := range nn.StateDict(m.Net) {
+		if y, ok := a[k]; ok && tensor.MaxAbs(tensor.Sub(nil, x, y)) > 1e-9 {
+			t.Errorf("%s differs from the initial unconditional denoiser's", k)
+		}
+	}
+	// A conditional flow does not start an unconditional one.
+	if _, err := flow.Train(ctx, cfg, f.ae, f.data, d.latents(nil), flow.TrainOptions{Init: m}); err == nil || !strings.Contains(err.Error(), "initial denoiser") {
+		t.Errorf("an unconditional flow initialised from a conditional one: %v", err)
+	}
+}
