@@ -13,15 +13,23 @@ type Norm string
 
 const (
 	// LayerNorm normalises each node over its features. A node's latent
-	// never depends on the other graphs of its batch (the default).
+	// never depends on the other graphs of its batch. It was every preset's
+	// norm before GraphNorm (the shipped models of session 27 and earlier
+	// use it); it learns slowly because the part of phi's sum that all
+	// nodes share dominates each node's features (docs/results.md,
+	// session 28).
 	LayerNorm Norm = "layer"
 	// BatchNorm uses batch statistics in training and running statistics
-	// in evaluation, so evaluation is batch-independent too.
+	// in evaluation, so evaluation is batch-independent too. vae.Train
+	// sets the running statistics to the mean of 64 training batches'
+	// statistics before each validation and the final save
+	// (RecalibrateBatchNorm). CPU only.
 	BatchNorm Norm = "batch"
 	// GraphNorm normalises each channel over the nodes of each graph
 	// (nn.GraphNorm), in training and evaluation alike: like the
 	// reference's BatchNorm it subtracts what the nodes share and divides by
-	// their spread, and a graph's latents depend on that graph alone.
+	// their spread, and a graph's latents depend on that graph alone. Every
+	// preset uses it; it runs on every backend.
 	GraphNorm Norm = "graph"
 	// NoNorm applies no normalisation.
 	NoNorm Norm = "none"
@@ -226,50 +234,50 @@ func paperTrain(lr, minLR float64, steps, warmup, batch int) TrainConfig {
 
 var presets = map[string]Preset{
 	"planar/paper": {
-		Model: Config{K: 16, Latent: 16, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 16, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Model: Config{K: 16, Latent: 16, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 16, EdgeClasses: 1, Norm: GraphNorm, KLWeight: 1e-6, SignFlips: true},
 		Train: paperTrain(2e-4, 1.5e-4, 50000, 100, 256),
 	},
 	"tree/paper": {
-		Model: Config{K: 16, Latent: 16, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Model: Config{K: 16, Latent: 16, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: GraphNorm, KLWeight: 1e-6, SignFlips: true},
 		Train: paperTrain(3e-4, 1e-4, 35000, 100, 256),
 	},
 	"ego/paper": {
-		Model: Config{K: 64, Latent: 24, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Model: Config{K: 64, Latent: 24, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: GraphNorm, KLWeight: 1e-6, SignFlips: true},
 		Train: paperTrain(2e-4, 5e-5, 40000, 100, 64),
 	},
 	"price/paper": {
-		Model: Config{K: 32, Latent: 24, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 16, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Model: Config{K: 32, Latent: 24, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 16, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: GraphNorm, KLWeight: 1e-6, SignFlips: true},
 		Train: paperTrain(3e-4, 1.5e-4, 50000, 100, 256),
 	},
 	"tpu/paper": {
-		Model: Config{K: 64, Latent: 24, PhiWidth: 256, Layers: 12, Width: 256, DeepSet: 24, Eta: 0.05, NodeClasses: 47, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: LayerNorm, KLWeight: 1e-6, SignFlips: true},
+		Model: Config{K: 64, Latent: 24, PhiWidth: 256, Layers: 12, Width: 256, DeepSet: 24, Eta: 0.05, NodeClasses: 47, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: GraphNorm, KLWeight: 1e-6, SignFlips: true},
 		Train: paperTrain(2e-4, 1e-5, 40000, 100, 256),
 	},
 	// CPU presets: small enough to train on two cores.
 	"planar/cpu": {
-		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Norm: GraphNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
 	"tree/cpu": {
-		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 24, Eta: 0.005, EdgeClasses: 1, Norm: GraphNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
 	// Ego graphs reach ~400 nodes (TPU Tile ~150) and the decoder is
 	// quadratic in N, so their cpu presets use small batches; they keep the
 	// paper's k = 64.
 	"ego/cpu": {
-		Model: Config{K: 64, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.005, EdgeClasses: 1, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Model: Config{K: 64, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.005, EdgeClasses: 1, Norm: GraphNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 8, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
 	"tpu/cpu": {
-		Model: Config{K: 64, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.05, NodeClasses: 47, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Model: Config{K: 64, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.05, NodeClasses: 47, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: GraphNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 16, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
 	// price/cpu keeps k = 16, the shipped model's (pretrained/price); for
 	// Price graphs (n = 64, m > n) the per-graph q is 0.1/64, the fixed q
 	// that model was trained with.
 	"price/cpu": {
-		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
+		Model: Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, EdgeClasses: 1, Directed: true, QPerGraph: true, Norm: GraphNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true},
 		Train: TrainConfig{Steps: 20000, BatchSize: 32, LR: 1e-3, MinLR: 1e-4, Warmup: 200, WeightDecay: 1e-4, Beta1: 0.9, Beta2: 0.95, ValEvery: 500, CheckpointEvery: 250, ClipNorm: 1},
 	},
 }

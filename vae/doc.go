@@ -30,7 +30,8 @@
 // See docs/design.md, "Departures from the reference code": padded
 // eigen-slots are masked; in
 // evaluation mode a graph's latents never depend on the rest of its batch
-// (LayerNorm by default; orbit noise seeded from the graph itself); q is
+// (GraphNorm, per-graph statistics, where the reference's BatchNorm uses the
+// batch's; orbit noise seeded from the graph itself); q is
 // one value per model; the score scale is 1/sqrt(d). Three options, off in
 // the paper presets and on in the cpu presets, make small models learn
 // much faster on two cores (the Config fields say why): ScaleEigvecs,
