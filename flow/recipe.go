@@ -63,6 +63,60 @@ type Card struct {
 	Figures map[string]float64 `json:"figures,omitempty"`
 	// Measured says how Figures were measured: the command, seeds, machine.
 	Measured string `json:"measured,omitempty"`
+	// Validity names the rule V.U.N. counts a generated graph valid by
+	// (ValidityRules): planar (connected and planar), tree, dag,
+	// connected, molecule (decodes to a valid molecule of the Molecules
+	// encoding) or none (every graph; V.U.N. is then unique and novel).
+	// "": not stated. lgflow tune and eval -model read it.
+	Validity string `json:"validity,omitempty"`
+	// Output is the file format the model's graphs are written in by
+	// default (lgflow sample -model): g6 (graph6, digraph6 for directed
+	// graphs; no labels), nodelink (node-link JSON Lines with node and
+	// edge labels) or smiles. "": g6 for unlabelled graphs, nodelink for
+	// labelled ones.
+	Output string `json:"output,omitempty"`
+	// Molecules names the molecule encoding of a model of molecules, the
+	// atom types its node labels stand for: moses or guacamol.
+	Molecules string `json:"molecules,omitempty"`
+	// Data describes the graphs a model trained by lgflow train learnt
+	// from; nil for the shipped models (Dataset names theirs).
+	Data *Data `json:"data,omitempty"`
+}
+
+// ValidityRules are the names Card.Validity takes.
+var ValidityRules = []string{"planar", "tree", "dag", "connected", "molecule", "none"}
+
+// Outputs are the names Card.Output takes.
+var Outputs = []string{"g6", "nodelink", "smiles"}
+
+// Data describes the training data of a model trained by lgflow train
+// from a file of graphs.
+type Data struct {
+	// File is the file of graphs as given, Format its format (g6,
+	// edgelist, nodelink, smiles).
+	File   string `json:"file"`
+	Format string `json:"format"`
+	// Train and Val count the graphs trained and validated on; ValFile
+	// is the file the validation graphs came from ("": held out of File).
+	Train   int    `json:"train"`
+	Val     int    `json:"val"`
+	ValFile string `json:"val_file,omitempty"`
+	// Nodes are the least and the most nodes of a training graph.
+	Nodes [2]int `json:"nodes"`
+	// Directed, NodeClasses and EdgeClasses describe the graphs:
+	// direction, the number of node labels (0: none) and edge labels (1:
+	// none).
+	Directed    bool `json:"directed,omitempty"`
+	NodeClasses int  `json:"node_classes,omitempty"`
+	EdgeClasses int  `json:"edge_classes,omitempty"`
+	// TrainGraphs and ValGraphs are the training and validation graphs,
+	// files of the bundle (graph6 or node-link JSON Lines, gzip): what
+	// lgflow tune measures against, and novelty is counted against.
+	TrainGraphs string `json:"train_graphs,omitempty"`
+	ValGraphs   string `json:"val_graphs,omitempty"`
+	// Preset and Budget are lgflow train's -preset and -budget.
+	Preset string `json:"preset,omitempty"`
+	Budget string `json:"budget,omitempty"`
 }
 
 // Sampler are the settings of one sampling recipe. The zero value is
@@ -143,6 +197,9 @@ func (r *Recipe) Validate() error {
 			return fmt.Errorf("card.figures.%s: %g is not a finite number", k, v)
 		}
 	}
+	if err := r.Card.validate(); err != nil {
+		return fmt.Errorf("card.%w", err)
+	}
 	if err := r.Sampler.validate(); err != nil {
 		return fmt.Errorf("sampler.%w", err)
 	}
@@ -156,6 +213,43 @@ func (r *Recipe) Validate() error {
 		}
 	}
 	return nil
+}
+
+// validate is the card's part of Recipe.Validate, with errors that begin
+// with the key.
+func (c Card) validate() error {
+	switch {
+	case c.Validity != "" && !slices.Contains(ValidityRules, c.Validity):
+		return fmt.Errorf("validity: %q is not one of %s", c.Validity, strings.Join(ValidityRules, ", "))
+	case c.Output != "" && !slices.Contains(Outputs, c.Output):
+		return fmt.Errorf("output: %q is not one of %s", c.Output, strings.Join(Outputs, ", "))
+	case c.Molecules != "" && c.Molecules != "moses" && c.Molecules != "guacamol":
+		return fmt.Errorf("molecules: %q is neither moses nor guacamol", c.Molecules)
+	case (c.Output == "smiles" || c.Validity == "molecule") && c.Molecules == "":
+		return errors.New("molecules: a model of molecules (output smiles or validity molecule) needs its encoding, moses or guacamol")
+	}
+	if d := c.Data; d != nil {
+		for _, f := range []struct{ key, name string }{{"train_graphs", d.TrainGraphs}, {"val_graphs", d.ValGraphs}} {
+			if f.name != "" && !fileName(f.name) {
+				return fmt.Errorf("data.%s: %q is not a file name in the bundle", f.key, f.name)
+			}
+		}
+		switch {
+		case d.Train < 0 || d.Val < 0:
+			return fmt.Errorf("data: negative counts of graphs (train %d, val %d)", d.Train, d.Val)
+		case d.Nodes[0] < 0 || d.Nodes[1] < d.Nodes[0]:
+			return fmt.Errorf("data.nodes: %v is not a range of node counts", d.Nodes)
+		case d.NodeClasses < 0 || d.EdgeClasses < 0:
+			return fmt.Errorf("data: negative numbers of classes (node %d, edge %d)", d.NodeClasses, d.EdgeClasses)
+		}
+	}
+	return nil
+}
+
+// fileName reports whether name is a plain file name, as a bundle's files
+// are named (no directory, not . or ..).
+func fileName(name string) bool {
+	return name != "" && name == filepath.Base(name) && name != "." && name != ".." && !strings.ContainsAny(name, `/\`)
 }
 
 // Lookup returns the settings of an alternative, or Sampler for "".
@@ -257,7 +351,7 @@ func validateExperts(es []Expert) error {
 	for i, e := range es {
 		order[i] = i
 		switch {
-		case e.File == "" || e.File != filepath.Base(e.File) || e.File == "." || e.File == ".." || strings.ContainsAny(e.File, `/\`):
+		case !fileName(e.File):
 			return fmt.Errorf("experts[%d].file: %q is not a file name in the bundle", i, e.File)
 		case !(e.From > 0 && e.From <= 1):
 			return fmt.Errorf("experts[%d].from: %g is outside (0, 1]", i, e.From)
@@ -415,6 +509,26 @@ func sortedFloats(set map[float64]bool) []float64 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// DecodeOptions returns the LG-VAE decode options of s's decoding
+// settings, those Sample decodes with: the edge rule (default "or"), the
+// edge margin where s sets one, the constraints, the completion and the
+// fill. vae.Model.DecodeGraphs with them decodes the latents of
+// SampleLatents into the graphs Sample with s would give.
+func (s Sampler) DecodeOptions() ([]vae.DecodeOption, error) {
+	if err := s.validate(); err != nil {
+		return nil, fmt.Errorf("flow: sampler settings: %w", err)
+	}
+	rule := vae.EitherDirection
+	if s.EdgeRule != "" {
+		rule, _ = vae.ParseEdgeRule(s.EdgeRule)
+	}
+	opts := []vae.DecodeOption{vae.WithEdgeRule(rule)}
+	if s.EdgeMargin != nil {
+		opts = append(opts, vae.WithEdgeMargin(*s.EdgeMargin))
+	}
+	return append(opts, s.decodeOptions()...), nil
 }
 
 // decodeOptions returns the LG-VAE decode options of s's constraints,

@@ -25,4 +25,12 @@
 // The example commands examples/generate (any dataset) and examples/planar
 // are thin wrappers over Run. Progress goes through Hooks; TextHooks prints
 // it. Every file is written atomically.
+//
+// Graphs of one's own take the same way without a dataset name:
+// TrainBundle picks the models from the data (Inspect, PlanFor), trains
+// them within a budget, resumably, and writes a bundle whose recipe is the
+// better measured of plain and constrained decoding; Tune searches a
+// bundle's sampler settings on validation graphs, scored by Measure's
+// V.U.N. and MMDs. lgflow train and lgflow tune are thin wrappers over
+// them.
 package pipeline

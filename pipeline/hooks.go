@@ -54,6 +54,7 @@ func TextHooks(w io.Writer) Hooks {
 	pending := false
 	var vaeLine, flowLine trainLog
 	lastScore := math.NaN()
+	var lastVal *vae.Accuracy // the latest LG-VAE validation reported
 	endLine := func() {
 		if pending {
 			io.WriteString(w, "\n")
@@ -85,7 +86,8 @@ func TextHooks(w io.Writer) Hooks {
 			defer mu.Unlock()
 			line := fmt.Sprintf("LG-VAE step %d/%d loss %.4f best val sample acc %.3f, %.1f steps/s, eta %s",
 				p.Step, p.Steps, p.Loss, max(p.BestSample, 0), p.StepsPerSecond, p.ETA.Round(time.Second))
-			vaeLine.print(w, line, tty, &pending, p.Val != nil || p.Step == p.Steps)
+			vaeLine.print(w, line, tty, &pending, p.Val != lastVal || p.Step == p.Steps)
+			lastVal = p.Val
 		},
 		Flow: func(p flow.Progress) {
 			mu.Lock()

@@ -34,6 +34,7 @@ import (
 //	-method -edge-rule -edge-margin -fill -reencode -temperature -final-jump
 //	                       sampler settings (default: the recipe's, else flow.Sample's)
 //	-constrained -complete the recipe's constrained or complete alternative
+//	-recipe NAME           the recipe's alternative NAME (e.g. paper)
 //	-expert F -expert-from T
 //	                       an expert denoiser instead of the recipe's (none: the flow alone)
 //	-step-offset S -step-offset-from T -jump-offset J
@@ -60,6 +61,7 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.StringVar(&o.EdgeRule, "edge-rule", "", "decoding of undirected edges: or (the reference rule), and (both directions must agree), mean (mean score); default: the recipe's, else flow.Sample's")
 	fs.BoolVar(&o.Constrained, "constrained", false, "decode under the dataset's constraint (planarity, acyclicity, spanning trees for Tree: valid by construction there; not the paper's sampler): the shipped models' recipe \"constrained\"")
 	fs.BoolVar(&o.Complete, "complete", false, "the shipped models' recipe \"complete\": complete the samples that decode valid: add the missing pairs of edge confidence at least -fill (default: the dataset's, -4 for planar), most confident first, while they stay valid; invalid samples stay as decoded, so validity is the decoder's own (vae.WithEdgeCompletion; not the paper's decoder)")
+	fs.StringVar(&o.Recipe, "recipe", "", "the bundle's recipe alternative to sample with (e.g. paper: the paper's decoder where the default decodes under a constraint, as for tree and planar-128; none: no recipe, flow.Sample's defaults; default: the recipe's default)")
 	fill := fs.Float64("fill", 0, "with -constrained or -complete: add the missing pairs of edge confidence (logit over no-edge) at least this back, most confident first, while the constraint holds (vae.WithEdgeFill; with -complete: while the sample stays valid; default: the dataset's, -4 for planar, -8 for planar-128/256/512, none elsewhere; inf: none)")
 	fs.IntVar(&o.Reencode, "reencode", 0, "re-encoding search after decoding: compare each graph with its variants in its N least confident pairs and keep the one whose encoding is nearest to the latents (vae.WithReencode; 0: off; not the paper's decoder)")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the recipe's, else the LG-VAE's own, 0 with -constrained unless only connectivity is enforced; 0: the argmax; larger: fewer spurious edges, more valid planar graphs, worse MMDs)")

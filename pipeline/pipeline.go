@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"lgflow/cuda"
@@ -99,6 +100,11 @@ type Options struct {
 	// and the report says so. It excludes Constrained and needs an
 	// undirected dataset with a validity test and a fill bound.
 	Complete bool
+	// Recipe samples with the bundle's recipe alternative of this name
+	// (flow.WithRecipe; for example "paper", the paper's decoder where the
+	// default decodes under a constraint). "" : the default, or the
+	// alternative Constrained or Complete names, which Recipe excludes.
+	Recipe string
 	// Reencode is vae.WithReencode's number of candidate pairs per graph,
 	// with ReencodeRounds rounds (0: no re-encoding search).
 	Reencode    int
@@ -170,6 +176,10 @@ func (o Options) check(spec Spec) error {
 		return fmt.Errorf("pipeline: negative re-encoding candidates %d", o.Reencode)
 	case o.Constrained && o.Complete:
 		return errors.New("pipeline: completion and constrained decoding exclude each other (constrained decoding fills every sample)")
+	case o.Recipe != "" && (o.Constrained || o.Complete):
+		return fmt.Errorf("pipeline: the recipe %q and -constrained or -complete exclude each other (they name the recipes constrained and complete)", o.Recipe)
+	case o.Recipe != "" && o.ExpertPath != "":
+		return fmt.Errorf("pipeline: the recipe %q and an expert of one's own exclude each other (the run then samples without the recipe)", o.Recipe)
 	case o.Constrained && spec.Constraint == nil && !spec.Connected:
 		return fmt.Errorf("pipeline: %s has no constraint to decode with", spec.Name)
 	case o.Fill != nil && !o.Constrained && !o.Complete:
@@ -231,10 +241,19 @@ func (o Options) sampling(spec Spec, fm *flow.Model) (*sampling, error) {
 		name = "constrained"
 	case o.Complete:
 		name = "complete"
+	case o.Recipe == flow.NoRecipe:
+	case o.Recipe != "":
+		name = o.Recipe
+		if fm.Recipe == nil {
+			return nil, fmt.Errorf("pipeline: the recipe %q: the model has no recipe (a bundle's sampler.json)", name)
+		}
+		if _, ok := fm.Recipe.Lookup(name); !ok {
+			return nil, fmt.Errorf("pipeline: the bundle's recipe has no alternative %q (it has %s)", name, strings.Join(fm.Recipe.Names(), ", "))
+		}
 	}
 	var r sampling
 	decodeNamed := false // the recipe names the run's constraint or completion
-	if fm.Recipe != nil && o.ExpertPath == "" {
+	if fm.Recipe != nil && o.ExpertPath == "" && o.Recipe != flow.NoRecipe {
 		if s, ok := fm.Recipe.Lookup(name); ok {
 			r.s, r.recipe, decodeNamed = s, cmp.Or(name, "default"), true
 		} else if o.Complete {

@@ -68,6 +68,9 @@ func TestSampling(t *testing.T) {
 		{"constrained, fill given", Options{Constrained: true, Fill: ptr(-1.0)}, full, "constrained", con, "", grid{}, 1, 0.95, 0, -1, 256},
 		{"completed", Options{Complete: true}, full, "complete", comp, "mean", grid{}, 1, 0.95, 0, -3, 256},
 		{"completed, rule given", Options{Complete: true, EdgeRule: "or"}, full, "complete", comp, "or", grid{}, 1, 0.95, 0, -3, 256},
+		{"named recipe", Options{Recipe: "complete"}, full, "complete", comp, "mean", grid{}, 1, 0.95, 0, -3, 256},
+		{"named recipe, rule given", Options{Recipe: "constrained", EdgeRule: "and"}, full, "constrained", con, "and", grid{}, 1, 0.95, 0, -4, 256},
+		{"no recipe by name", Options{Recipe: flow.NoRecipe}, full, "", flow.TimeOffsets{}, "", grid{}, 0, 0, 0, 0, 256},
 		{"constrained, no such recipe: the dataset's constraint", Options{Constrained: true}, bare, "", flow.TimeOffsets{}, "", grid{}, 0, 0, 3, -4, 256},
 		{"completed, no such recipe: the default's settings", Options{Complete: true}, bare, "default", tuned, "and", grid{70, 1.4}, 1, 0.95, 1, -4, 100},
 	} {
@@ -89,6 +92,18 @@ func TestSampling(t *testing.T) {
 			len(s.Experts) != c.experts || from != c.from || len(sm.decode) != c.decode || fill != c.fill || s.BatchSize != c.batch {
 			t.Errorf("%s: recipe %q, %+v, %q, grid %d/%g, %d experts from %g, %d decode options, fill %g, batch %d",
 				c.name, sm.recipe, s.Offsets, s.EdgeRule, s.Steps, s.TimeShift, len(s.Experts), from, len(sm.decode), fill, s.BatchSize)
+		}
+	}
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Recipe: "paper"}, `no alternative "paper" (it has complete, constrained)`},
+		{Options{Recipe: "complete", Constrained: true}, "exclude each other"},
+		{Options{Recipe: "complete", ExpertPath: NoExpert}, "exclude each other"},
+	} {
+		if _, err := c.o.sampling(spec, full); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error saying %q", c.o, err, c.want)
 		}
 	}
 	if full.Recipe.Sampler.Experts[0].From != 0.95 {
@@ -116,17 +131,22 @@ var shippedRecipes = map[string]*flow.Recipe{
 				Experts: []flow.Expert{{File: "flow-expert.safetensors", From: flow.DefaultExpertFrom}}, EdgeRule: "and", EdgeMargin: ptr(1.5),
 				Complete: []string{"planar", "connected"}, Fill: ptr(-4.0)},
 		}},
-	"tree": {Sampler: flow.Sampler{BatchSize: 256}, Alternatives: map[string]flow.Sampler{
-		"constrained": {Offsets: flow.TimeOffsets{Step: 0.05, From: 0.5}, BatchSize: 256, Constraints: []string{"tree"}}}},
+	// tree and planar-128 sample with their constrained recipe by default,
+	// their measured best (pretrained/README.md); "paper" is the paper's
+	// decoder.
+	"tree": {Sampler: flow.Sampler{Offsets: flow.TimeOffsets{Step: 0.05, From: 0.5}, BatchSize: 256, Constraints: []string{"tree"}}, Alternatives: map[string]flow.Sampler{
+		"constrained": {Offsets: flow.TimeOffsets{Step: 0.05, From: 0.5}, BatchSize: 256, Constraints: []string{"tree"}},
+		"paper":       {BatchSize: 256}}},
 	"ego": {Sampler: flow.Sampler{BatchSize: 151}, Alternatives: map[string]flow.Sampler{
 		"constrained": {BatchSize: 151, Constraints: []string{"connected"}}}},
 	"price": {Sampler: flow.Sampler{BatchSize: 256}, Alternatives: map[string]flow.Sampler{
 		"constrained": {Offsets: flow.TimeOffsets{Step: 0.025, From: 0.5, Jump: -0.035}, BatchSize: 256, Constraints: []string{"dag"}}}},
 	"tpu": {Sampler: flow.Sampler{BatchSize: 40}, Alternatives: map[string]flow.Sampler{
 		"constrained": {BatchSize: 40, Constraints: []string{"dag"}}}},
-	"planar-128": {Sampler: flow.Sampler{BatchSize: 128}, Alternatives: map[string]flow.Sampler{
+	"planar-128": {Sampler: flow.Sampler{BatchSize: 128, Constraints: []string{"planar", "connected"}, Fill: ptr(-8.0)}, Alternatives: map[string]flow.Sampler{
 		"constrained": {BatchSize: 128, Constraints: []string{"planar", "connected"}, Fill: ptr(-8.0)},
-		"complete":    {BatchSize: 128, Complete: []string{"planar", "connected"}, Fill: ptr(-8.0)}}},
+		"complete":    {BatchSize: 128, Complete: []string{"planar", "connected"}, Fill: ptr(-8.0)},
+		"paper":       {BatchSize: 128}}},
 	"moses": {Sampler: flow.Sampler{Steps: 100, Temperature: 0.8, BatchSize: 256,
 		Experts: []flow.Expert{{File: "flow-expert.safetensors", From: 0.40, Until: 0.75}}}},
 }

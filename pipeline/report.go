@@ -133,6 +133,12 @@ func (r *Report) setSampling(sm *sampling, o Options, dir string) {
 		r.Notes = append(r.Notes, fmt.Sprintf("sampler: the %s recipe of %s (%s), chosen on the validation split for these models, with the settings given for this run in place of its own; the paper's sampler integrates 100 uniform steps with one denoiser and the or rule (-expert none -final-jump 1)",
 			sm.recipe, filepath.Join(dir, flow.RecipeFile), strings.Join(s.Describe(), ", ")))
 	}
+	if len(s.Constraints) > 0 && !o.Constrained {
+		// The recipe itself decodes under constraints (its measured best).
+		r.Constrained = true
+		r.Notes = append(r.Notes, fmt.Sprintf("constrained decoding: the %s recipe decodes every sample under constraints (%s), which the paper's sampler does not do; validity is then partly by construction",
+			sm.recipe, strings.Join(s.Constraints, ", ")))
+	}
 	if s.Steps > 0 || s.TimeShift > 0 && s.TimeShift != 1 {
 		steps, shift := cmp.Or(s.Steps, flow.DefaultSteps), cmp.Or(s.TimeShift, 1)
 		// dt/du is s at the noise and 1/s at the data.

@@ -3,13 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"lgflow/flow"
 	"lgflow/graph"
+	"lgflow/graph/iso"
 	"lgflow/internal/progress"
 	"lgflow/metrics"
+	"lgflow/pipeline"
 )
 
 func init() {
@@ -17,7 +24,7 @@ func init() {
 }
 
 func runEval(ctx context.Context, args []string) error {
-	fs := newFlagSet("eval", "lgflow eval -gen GEN.g6|GEN.jsonl|GEN.smi -ref TEST [-train TRAIN] [-kind generic|planar|tree|ego|dag|moses] [-json]")
+	fs := newFlagSet("eval", "lgflow eval -gen GEN.g6|GEN.jsonl|GEN.smi -ref TEST [-train TRAIN] [-kind generic|planar|tree|ego|dag|moses] [-validity RULE | -model DIR] [-json]")
 	genPath := fs.String("gen", "", "generated graphs: graph6 / digraph6 lines, node-link JSON (.json/.jsonl, labels kept), or SMILES (.smi, MOSES metrics); .gz allowed")
 	refPath := fs.String("ref", "", "reference graphs, the test split in the paper's tables (SMILES: the SNN / scaffold reference, optional)")
 	trainPath := fs.String("train", "", "training graphs (novelty, V.U.N., Ego ratio; SMILES: novelty)")
@@ -28,6 +35,8 @@ func runEval(ctx context.Context, args []string) error {
 	compat := fs.Bool("directo-compat", false, "dag: reproduce Directo's degree MMD (swapped in/out degree sequences)")
 	labels := fs.Bool("node-labels", false, "isomorphism tests respect node labels (TPU Tile)")
 	isoTimeout := fs.Duration("iso-timeout", 0, "time limit per isomorphism look-up (0: 5s for dag, none otherwise; <0: none)")
+	validity := fs.String("validity", "", "count V.U.N. by this rule: planar, tree, dag, connected, molecule (with -model: the bundle's molecule encoding) or none (default: the kind's, or the -model bundle card's)")
+	modelDir := fs.String("model", "", "the bundle the graphs were sampled from: its card's validity rule (and molecule encoding) applies unless -validity is given, and -kind follows from it unless given")
 	decimals := fs.Int("decimals", 1, "decimals in the table")
 	showProgress := fs.Bool("progress", false, "report progress on standard error")
 	if err := parseFlags(fs, args); err != nil {
@@ -39,6 +48,28 @@ func runEval(ctx context.Context, args []string) error {
 			prog = stageBars()
 		}
 		return evalMolecules(ctx, *genPath, *refPath, *trainPath, *filters, *asJSON, prog)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	rule, molecules := *validity, ""
+	if *modelDir != "" {
+		r, err := flow.LoadRecipe(filepath.Join(*modelDir, flow.RecipeFile))
+		if err != nil {
+			return err
+		}
+		molecules = r.Card.Molecules
+		if rule == "" {
+			rule = r.Card.Validity
+		}
+	}
+	if rule != "" && !slices.Contains(flow.ValidityRules, rule) {
+		return usagef("unknown -validity %q (want %s)", rule, strings.Join(flow.ValidityRules, ", "))
+	}
+	if !set["kind"] {
+		switch rule {
+		case "planar", "tree", "dag":
+			*kindName = rule
+		}
 	}
 	kind, err := metrics.ParseKind(*kindName)
 	switch {
@@ -74,9 +105,17 @@ func runEval(ctx context.Context, args []string) error {
 		opt.Progress = stageBars()
 	}
 	start := time.Now()
+	if kind == metrics.Generic && len(gen) > 0 && gen[0].Directed() && rule != "" {
+		opt.Kind = metrics.DAG // the statistics of directed graphs
+	}
 	rep, err := metrics.Evaluate(ctx, gen, ref, train, opt)
 	if err != nil {
 		return err
+	}
+	if rule != "" {
+		if err := ruleVUN(ctx, rep, rule, molecules, gen, train, opt); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		b, err := json.MarshalIndent(rep, "", "  ")
@@ -108,4 +147,31 @@ func stageBars() func(stage string, done, total int) {
 		mu.Unlock()
 		bar(done, total)
 	}
+}
+
+// ruleVUN replaces the report's validity and V.U.N. by those of a
+// validity rule (pipeline.ValidityTest; molecule with the encoding
+// molecules names).
+func ruleVUN(ctx context.Context, rep *metrics.Report, rule, molecules string, gen, train []*graph.Graph, opt metrics.Options) error {
+	enc, err := pipeline.MolEncoding(molecules)
+	if err != nil {
+		return err
+	}
+	valid, err := pipeline.ValidityTest(rule, enc)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	vopt := metrics.VUNOptions{Iso: iso.Options{NodeLabels: opt.NodeLabels}, Timeout: opt.IsoTimeout}
+	if opt.Kind == metrics.DAG && opt.IsoTimeout == 0 {
+		vopt.Timeout = 5 * time.Second
+	}
+	v, err := metrics.VUN(ctx, gen, train, valid, vopt)
+	if err != nil {
+		return err
+	}
+	rep.Valid, rep.Unique = &v.Valid, &v.Unique
+	if len(train) > 0 {
+		rep.Novel, rep.VUN = &v.Novel, &v.VUN
+	}
+	return nil
 }

@@ -293,8 +293,8 @@ func runSample(ctx context.Context, args []string) error {
 	complete := fs.String("complete", "", completeUsage)
 	reencode, reencodeRounds := reencodeFlags(fs)
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
-	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles), else g6")
-	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
+	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles, .g6/.d6: g6), else the format that fits the model's graphs (a bundle's card says it: smiles for molecules; else nodelink for labelled graphs, g6 for others)")
+	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol; default: the bundle card's)")
 	inferNH := inferNHFlag(fs)
 	device := fs.String("device", "cpu", "where the denoiser runs: cpu or cuda (the LG-VAE decodes on the CPU)")
 	experts := addExpertFlags(fs, "")
@@ -394,9 +394,17 @@ func runSample(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *format == "" && !graph.IsNodeLinkPath(*out) && !isSMILESPath(*out) && !isG6Path(*out) {
+		fmtName = modelFormat(m)
+	}
 	var enc *mol.Encoding
 	if fmtName == formatSMILES {
-		if enc, err = molEncoding(*molName, m.VAE.Cfg); err != nil {
+		if m.Recipe != nil && m.Recipe.Card.Molecules != "" && !set["mol"] {
+			enc, err = cardMolEncoding(m.Recipe.Card.Molecules, m.VAE.Cfg)
+		} else {
+			enc, err = molEncoding(*molName, m.VAE.Cfg)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -413,6 +421,40 @@ func runSample(ctx context.Context, args []string) error {
 		return err
 	}
 	return writeSamples(*out, gs, fmtName, enc, mol.InferAromaticNH(*inferNH))
+}
+
+// modelFormat returns the output format that fits m's graphs: its
+// bundle card's (flow.Card.Output), else nodelink for an LG-VAE of
+// labelled graphs and g6 (graph6, digraph6 for directed graphs) for
+// others.
+func modelFormat(m *flow.Model) string {
+	if m.Recipe != nil && m.Recipe.Card.Output != "" {
+		return m.Recipe.Card.Output
+	}
+	if m.VAE.Cfg.NodeClasses > 0 || m.VAE.Cfg.EdgeClasses > 1 {
+		return formatNodeLink
+	}
+	return formatG6
+}
+
+// cardMolEncoding returns the molecule encoding a bundle's card names,
+// checking that the LG-VAE's node and edge classes are among its atom and
+// bond types (a model trained by lgflow train on SMILES has the classes
+// its molecules have).
+func cardMolEncoding(name string, cfg vae.Config) (*mol.Encoding, error) {
+	var enc *mol.Encoding
+	switch name {
+	case "moses":
+		enc = mol.MOSES
+	case "guacamol":
+		enc = mol.GuacaMol
+	default:
+		return nil, fmt.Errorf("the card's molecule encoding %q is neither moses nor guacamol", name)
+	}
+	if cfg.Directed || cfg.NodeClasses == 0 || cfg.NodeClasses > enc.NumAtomTypes() || cfg.EdgeClasses > enc.NumBondTypes()-1 {
+		return nil, fmt.Errorf("the LG-VAE decodes %d node and %d edge classes (directed %v), not atom and bond types of the %s encoding", cfg.NodeClasses, cfg.EdgeClasses, cfg.Directed, enc.Name)
+	}
+	return enc, nil
 }
 
 // constraintUsage documents -constraint (sample, recon).

@@ -34,6 +34,13 @@ func isSMILESPath(path string) bool {
 	return strings.HasSuffix(p, ".smi") || strings.HasSuffix(p, ".smiles") || strings.HasSuffix(p, ".csv")
 }
 
+// isG6Path reports whether a file name says graph6, digraph6 or sparse6
+// lines: .g6, .d6 or .s6, optionally followed by .gz.
+func isG6Path(path string) bool {
+	p := strings.TrimSuffix(strings.ToLower(path), ".gz")
+	return strings.HasSuffix(p, ".g6") || strings.HasSuffix(p, ".d6") || strings.HasSuffix(p, ".s6")
+}
+
 // sampleFormat resolves -format: the named format, or the one the output
 // name implies (g6 when it implies none).
 func sampleFormat(format, out string) (string, error) {

@@ -9,10 +9,12 @@
 // The commands:
 //
 //	data        write a dataset split as graph6 / digraph6 lines
+//	train       train a model bundle (LG-VAE, LG-Flow, sampler.json) from a file of graphs
+//	tune        search a bundle's sampler settings on validation graphs
 //	train-vae   train an LG-VAE autoencoder on a dataset
 //	recon       measure an LG-VAE's reconstruction accuracy (optionally under latent noise)
 //	train-flow  train LG-Flow in the latent space of a trained LG-VAE
-//	sample      sample graphs (graph6, node-link JSON or SMILES) from trained models
+//	sample      sample graphs (graph6, node-link JSON or SMILES) from trained models or bundles
 //	eval        compare generated graphs with reference graphs (MMD, validity, V.U.N., MOSES metrics)
 //	mol         canonicalise SMILES, report invalid ones and MOSES metrics
 //	convert     rewrite a checkpoint in half precision and/or shards

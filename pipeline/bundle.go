@@ -1,0 +1,661 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"lgflow/flow"
+	"lgflow/graph"
+	"lgflow/graph/mol"
+	"lgflow/internal/atomicfile"
+	"lgflow/tensor"
+	"lgflow/trainer"
+	"lgflow/vae"
+)
+
+// BundleOptions configures TrainBundle.
+type BundleOptions struct {
+	// Out is the bundle's directory. Training state lives in Out/train
+	// (WorkDir), the bundle's files are written when training ends.
+	Out string
+	// Size is the models' size (Sizes; default "cpu").
+	Size string
+	// Budget bounds the whole run, both trainings and the final
+	// measurement (0: the presets' steps, however long they take). The
+	// LG-VAE gets VAEShare of it, the measurement MeasureShare (at least
+	// 30 s), the flow the rest.
+	Budget time.Duration
+	// VAESteps and FlowSteps, when positive, set the steps instead of the
+	// budget (tests, experiments).
+	VAESteps, FlowSteps int
+	// Validity is the rule V.U.N. counts valid graphs by
+	// (flow.ValidityRules; "": the strictest rule every training graph
+	// keeps, DetectValidity).
+	Validity string
+	// Molecules names the molecule encoding of graphs read from SMILES
+	// (moses, guacamol; "": not molecules).
+	Molecules string
+	// Data are the card's facts about the data's origin (file, format,
+	// validation file); TrainBundle fills in the counts and node range.
+	Data flow.Data
+	// Output is the card's output format ("": by the graphs' labels).
+	Output string
+	// Seed seeds the models' initialisation, batching and the measurement.
+	Seed uint64
+	// Samples is the number of graphs sampled to measure the bundle
+	// (default: as many as there are validation graphs, within [32, 256]).
+	Samples int
+	// Backend runs the training steps and the denoiser (nil: the CPU).
+	Backend tensor.Backend
+	// Hooks receive progress.
+	Hooks Hooks
+}
+
+// VAEShare and MeasureShare are the parts of BundleOptions.Budget the
+// LG-VAE's training and the final measurement get; the flow gets the rest
+// and whatever the LG-VAE leaves unused.
+const (
+	VAEShare     = 0.4
+	MeasureShare = 0.05
+)
+
+// WorkDir is the directory in a bundle's directory where TrainBundle keeps
+// its resumable state: plan.json (the models and steps, fixed at the first
+// run), vae/ and flow/ (their trainings' checkpoints).
+const WorkDir = "train"
+
+// ErrUnfinished is returned (wrapped) by TrainBundle when its budget ran
+// out before the LG-VAE finished its steps: the flow cannot start, and no
+// bundle is written. Running it again continues.
+var ErrUnfinished = errors.New("training unfinished")
+
+// workState is plan.json: what the first run fixed, and how far the runs
+// got.
+type workState struct {
+	// Data is the fingerprint of the training and validation graphs.
+	Data string `json:"data"`
+	Plan *Plan  `json:"plan"`
+	Seed uint64 `json:"seed"`
+	// FlowPlanned is set once the flow's steps are fixed.
+	FlowPlanned bool `json:"flow_planned"`
+	VAEDone     bool `json:"vae_done"`
+	FlowDone    bool `json:"flow_done"`
+	// Budget is the -budget of the first run.
+	Budget string `json:"budget,omitempty"`
+}
+
+// DetectValidity returns the strictest validity rule every graph of gs
+// keeps: tree, planar (connected and planar) or connected for undirected
+// graphs, dag for directed ones, else none.
+func DetectValidity(gs []*graph.Graph) string {
+	rules := []string{"tree", "planar", "connected"}
+	if len(gs) > 0 && gs[0].Directed() {
+		rules = []string{"dag"}
+	}
+	for _, rule := range rules {
+		valid, _ := ValidityTest(rule, nil)
+		if !slices.ContainsFunc(gs, func(g *graph.Graph) bool { return !valid(g) }) {
+			return rule
+		}
+	}
+	return "none"
+}
+
+// CheckRule reports whether the validity rule applies to graphs that are
+// directed or not, and molecules or not: tree and planar are rules for
+// undirected graphs, dag for directed ones, molecule for molecules.
+func CheckRule(rule string, directed, molecules bool) error {
+	switch {
+	case directed && (rule == "tree" || rule == "planar"):
+		return fmt.Errorf("pipeline: the validity rule %s is for undirected graphs (directed ones: dag, connected or none)", rule)
+	case !directed && rule == "dag":
+		return errors.New("pipeline: the validity rule dag is for directed graphs")
+	case rule == "molecule" && !molecules:
+		return errors.New("pipeline: the validity rule molecule is for molecules (SMILES)")
+	}
+	return nil
+}
+
+// TrainBundle trains a model bundle on train, validated on val, into
+// o.Out: it picks the models (Inspect, PlanFor), trains the LG-VAE and
+// then LG-Flow in its latent space within o.Budget, measures the flow's
+// samples against val with the default sampler and with decoding under
+// the validity rule's constraints (RuleConstraints), makes the better of
+// the two the recipe's default (V.U.N., then the MMDs) and the other an
+// alternative ("constrained" or "paper"), and writes the bundle:
+// vae.safetensors, flow.safetensors, the training and validation graphs
+// and sampler.json with the card, last. It returns the recipe.
+//
+// Training is resumable: the state lives in o.Out/train, and a second call
+// with the same graphs continues where the first stopped, with the plan
+// the first fixed (steps fitted to its budget; each call stops after its
+// own budget). A call whose budget ends while the LG-VAE trains returns
+// ErrUnfinished and writes no bundle; one that ends while the flow trains
+// writes the bundle with the flow as far as it got. A directory that is
+// neither empty nor a bundle being trained on the same graphs is refused
+// before anything is written.
+func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions) (*flow.Recipe, error) {
+	start := time.Now()
+	size := cmp.Or(o.Size, "cpu")
+	facts, err := Inspect(train)
+	if err != nil {
+		return nil, fmt.Errorf("training graphs: %w", err)
+	}
+	if len(val) == 0 {
+		return nil, errors.New("pipeline: no validation graphs")
+	}
+	if err := checkVal(val, facts); err != nil {
+		return nil, err
+	}
+	rule := o.Validity
+	if rule == "" {
+		rule = DetectValidity(train)
+		if o.Molecules != "" {
+			rule = "molecule"
+		}
+	}
+	if err := CheckRule(rule, facts.Directed, o.Molecules != ""); err != nil {
+		return nil, err
+	}
+	var enc *mol.Encoding
+	if o.Molecules != "" {
+		if enc, err = molEncoding(o.Molecules); err != nil {
+			return nil, err
+		}
+	}
+	valid, err := ValidityTest(rule, enc)
+	if err != nil {
+		return nil, err
+	}
+	if valid != nil {
+		if bad := countInvalid(train, valid); bad > 0 {
+			o.Hooks.log(fmt.Sprintf("note: %d of %d training graphs break the validity rule %s", bad, len(train), rule))
+		}
+	}
+	plan, err := PlanFor(facts, size, len(train))
+	if err != nil {
+		return nil, err
+	}
+	work := filepath.Join(o.Out, WorkDir)
+	statePath := filepath.Join(work, "plan.json")
+	fp := fingerprint(train, val)
+	st, err := readWorkState(statePath)
+	switch {
+	case err != nil:
+		return nil, err
+	case st == nil:
+		if err := checkEmptyOut(o.Out); err != nil {
+			return nil, err
+		}
+		st = &workState{Data: fp, Plan: plan, Seed: o.Seed}
+		if o.Budget > 0 {
+			st.Budget = o.Budget.String()
+		}
+	case st.Data != fp:
+		return nil, fmt.Errorf("pipeline: %s holds the training of a bundle on other graphs; give another directory, or delete %s to start afresh", o.Out, work)
+	default:
+		plan = st.Plan
+		o.Hooks.log(fmt.Sprintf("continuing the training in %s (planned by its first run)", work))
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	save := func() error { return atomicfile.WriteJSON(statePath, st) }
+	plan.VAE.Train.Seed, plan.Flow.Seed = st.Seed, st.Seed
+	o.Hooks.log(fmt.Sprintf("%d training and %d validation graphs, %d-%d nodes (mean %.1f), mean %.1f edges, %s, %d node and %d edge classes; validity rule %s",
+		len(train), len(val), facts.MinNodes, facts.MaxNodes, facts.MeanNodes, facts.MeanEdges, direction(facts.Directed), facts.NodeClasses, facts.EdgeClasses, rule))
+
+	trainSet, err := vae.Prepare(ctx, train, plan.VAE.Model, o.Hooks.bar("eigenpairs (train)"))
+	if err != nil {
+		return nil, err
+	}
+	valSet, err := vae.Prepare(ctx, val, plan.VAE.Model, o.Hooks.bar("eigenpairs (val)"))
+	if err != nil {
+		return nil, err
+	}
+	left := func() time.Duration { return o.Budget - time.Since(start) }
+	measureTime := time.Duration(0)
+	if o.Budget > 0 {
+		measureTime = max(30*time.Second, time.Duration(MeasureShare*float64(o.Budget)))
+	}
+
+	// The LG-VAE.
+	vaeDir := filepath.Join(work, "vae")
+	if !st.VAEDone {
+		vaeBudget := time.Duration(0)
+		if o.Budget > 0 {
+			vaeBudget = time.Duration(VAEShare * float64(o.Budget))
+		}
+		if _, err := os.Stat(filepath.Join(vaeDir, vae.StateFile)); err != nil {
+			switch {
+			case o.VAESteps > 0:
+				plan.SetVAESteps(o.VAESteps)
+			case o.Budget > 0:
+				rate, err := vaeRate(ctx, plan, trainSet, o.Backend)
+				if err != nil {
+					return nil, err
+				}
+				plan.SetVAESteps(min(stepsFor(rate, vaeBudget), plan.VAE.Train.Steps))
+				o.Hooks.log(fmt.Sprintf("LG-VAE: %.1f steps/s, %d steps fit in %s", rate, plan.VAE.Train.Steps, vaeBudget.Round(time.Second)))
+			}
+			if err := save(); err != nil {
+				return nil, err
+			}
+		}
+		cfgJSON, _ := json.Marshal(plan.VAE.Model)
+		o.Hooks.log(fmt.Sprintf("training the LG-VAE (%s preset for these graphs, %d steps of batch %d; state in %s): %s", size, plan.VAE.Train.Steps, plan.VAE.Train.BatchSize, vaeDir, cfgJSON))
+		m, err := vae.Train(ctx, plan.VAE.Model, plan.VAE.Train, trainSet, valSet, vae.TrainOptions{Dir: vaeDir, Resume: true, MaxDuration: vaeBudget,
+			LogEvery: 10, Backend: o.Backend, Progress: o.Hooks.VAE})
+		if err != nil {
+			return nil, err
+		}
+		last := checkpointStep(filepath.Join(vaeDir, vae.StateFile), "lgflow.vae")
+		if last < plan.VAE.Train.Steps {
+			return nil, fmt.Errorf("pipeline: the budget ran out at LG-VAE step %d of %d: %w; run again to continue (state in %s)", last, plan.VAE.Train.Steps, ErrUnfinished, vaeDir)
+		}
+		path := filepath.Join(vaeDir, vae.ModelFile)
+		if _, err := os.Stat(path); err != nil { // no validation yet
+			if err := m.Save(path, map[string]string{"note": "the last model; no validation"}); err != nil {
+				return nil, err
+			}
+		}
+		st.VAEDone = true
+		if err := save(); err != nil {
+			return nil, err
+		}
+	}
+	vaePath := filepath.Join(vaeDir, vae.ModelFile)
+	ae, err := vae.Load(vaePath)
+	if err != nil {
+		return nil, err
+	}
+	acc, err := vae.Reconstruct(ctx, ae, valSet, plan.VAE.Train.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	o.Hooks.log(fmt.Sprintf("LG-VAE reconstruction of the validation graphs: edge %.4f, node %.4f, whole graphs %.3f", acc.Edge(), acc.Node(), acc.Sample()))
+
+	// The flow.
+	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 128, o.Hooks.bar("encoding latents"))
+	if err != nil {
+		return nil, err
+	}
+	flowDir := filepath.Join(work, "flow")
+	flowBudget := time.Duration(0)
+	if o.Budget > 0 {
+		flowBudget = left() - measureTime
+		if flowBudget <= 0 {
+			flowBudget = time.Second
+		}
+	}
+	if !st.FlowPlanned {
+		switch {
+		case o.FlowSteps > 0:
+			plan.SetFlowSteps(o.FlowSteps)
+		case o.Budget > 0:
+			rate, err := flowRate(ctx, plan, ae, trainSet, lat, o.Backend)
+			if err != nil {
+				return nil, err
+			}
+			plan.SetFlowSteps(min(stepsFor(rate, flowBudget), plan.Flow.Steps))
+			o.Hooks.log(fmt.Sprintf("LG-Flow: %.1f steps/s, %d steps fit in %s", rate, plan.Flow.Steps, flowBudget.Round(time.Second)))
+		}
+		st.FlowPlanned = true
+		if err := save(); err != nil {
+			return nil, err
+		}
+	}
+	if !st.FlowDone {
+		o.Hooks.log(fmt.Sprintf("training LG-Flow (DiT %d × %d, %d steps of batch %d; state in %s)", plan.Flow.DiT.Depth, plan.Flow.DiT.Width, plan.Flow.Steps, plan.Flow.BatchSize, flowDir))
+		var score func([]*graph.Graph) float64
+		if valid != nil {
+			score = func(gs []*graph.Graph) float64 { return 1 - float64(countInvalid(gs, valid))/float64(max(len(gs), 1)) }
+		}
+		_, err = flow.Train(ctx, plan.Flow, ae, trainSet, lat, flow.TrainOptions{Dir: flowDir, Resume: true, MaxDuration: flowBudget, LogEvery: 10,
+			Backend: o.Backend, Score: score, Progress: o.Hooks.Flow})
+		if err != nil {
+			return nil, err
+		}
+		last := checkpointStep(filepath.Join(flowDir, flow.StateFile), "lgflow.flow.state")
+		if last >= plan.Flow.Steps {
+			st.FlowDone = true
+			if err := save(); err != nil {
+				return nil, err
+			}
+		} else {
+			o.Hooks.log(fmt.Sprintf("the budget ran out at LG-Flow step %d of %d: the bundle gets the flow so far; run again to continue", last, plan.Flow.Steps))
+		}
+	}
+	flowPath := filepath.Join(flowDir, flow.ModelFile)
+	fm, err := flow.Load(flowPath, ae)
+	if err != nil {
+		return nil, err
+	}
+
+	// The recipe: the default sampler, or decoding under the rule's
+	// constraints, whichever measures better on the validation graphs.
+	n := o.Samples
+	if n <= 0 {
+		n = min(max(len(val), 32), 256)
+	}
+	if err := fm.ToBackend(o.Backend); err != nil {
+		return nil, err
+	}
+	r := &flow.Recipe{Format: flow.RecipeFormat, Alternatives: map[string]flow.Sampler{}}
+	plain := flow.Sampler{}
+	zs, err := flow.SampleLatents(ctx, fm, n, flow.WithSeed(st.Seed), flow.WithProgress(o.Hooks.bar("sampling")))
+	if err != nil {
+		return nil, err
+	}
+	decode := func(s flow.Sampler) ([]*graph.Graph, error) {
+		return DecodeLatents(ctx, ae, zs, s)
+	}
+	gs, err := decode(plain)
+	if err != nil {
+		return nil, err
+	}
+	figs, err := Measure(ctx, gs, val, train, valid)
+	if err != nil {
+		return nil, err
+	}
+	o.Hooks.log("the flow's samples against the validation graphs: " + figs.String())
+	r.Sampler = plain
+	card := map[string]float64{}
+	if cons := RuleConstraints(rule); cons != nil {
+		con := flow.Sampler{Constraints: cons}
+		cgs, err := decode(con)
+		if err != nil {
+			return nil, err
+		}
+		cfigs, err := Measure(ctx, cgs, val, train, valid)
+		if err != nil {
+			return nil, err
+		}
+		o.Hooks.log("decoded under the constraints " + strings.Join(cons, ", ") + ": " + cfigs.String())
+		if Better(cfigs, figs) {
+			r.Sampler, r.Alternatives["constrained"], r.Alternatives["paper"] = con, con, plain
+			cfigs.Card("", card)
+			figs.Card("paper.", card)
+		} else {
+			r.Alternatives["constrained"] = con
+			figs.Card("", card)
+			cfigs.Card("constrained.", card)
+		}
+	} else {
+		figs.Card("", card)
+	}
+
+	// The card.
+	d := o.Data
+	d.Train, d.Val, d.Nodes = len(train), len(val), [2]int{facts.MinNodes, facts.MaxNodes}
+	d.Directed, d.NodeClasses, d.EdgeClasses = facts.Directed, facts.NodeClasses, facts.EdgeClasses
+	d.Preset, d.Budget = size, st.Budget
+	ext := ".g6.gz"
+	if facts.NodeClasses > 0 || facts.EdgeClasses > 1 {
+		ext = ".jsonl.gz"
+	}
+	d.TrainGraphs, d.ValGraphs = "train"+ext, "val"+ext
+	output := o.Output
+	if output == "" {
+		output = "g6"
+		switch {
+		case o.Molecules != "":
+			output = "smiles"
+		case facts.NodeClasses > 0 || facts.EdgeClasses > 1:
+			output = "nodelink"
+		}
+	}
+	trained := fmt.Sprintf("LG-VAE %d steps × %d (k %d, latent %d, %d × %d, GraphNorm); LG-Flow DiT %d × %d, %d steps × %d",
+		plan.VAE.Train.Steps, plan.VAE.Train.BatchSize, plan.VAE.Model.K, plan.VAE.Model.Latent, plan.VAE.Model.Layers, plan.VAE.Model.Width,
+		plan.Flow.DiT.Depth, plan.Flow.DiT.Width, plan.Flow.Steps, plan.Flow.BatchSize)
+	if !st.FlowDone {
+		trained += " (unfinished: run lgflow train again to continue)"
+	}
+	r.Card = flow.Card{Dataset: fmt.Sprintf("%s (%d graphs)", cmp.Or(d.File, "graphs"), len(train)+len(val)),
+		Training: "lgflow train -preset " + size + budgetText(st.Budget) + ": " + trained, Figures: card,
+		Measured: fmt.Sprintf("%d samples against the %d validation graphs, seed %d; V.U.N. (validity: %s) and valid in %%, MMD² × 1e3", n, len(val), st.Seed, rule),
+		Validity: rule, Output: output, Molecules: o.Molecules, Data: &d}
+	if err := r.Validate(); err != nil {
+		return nil, fmt.Errorf("pipeline: the recipe: %w", err)
+	}
+
+	// The bundle, sampler.json last.
+	if err := copyFile(vaePath, filepath.Join(o.Out, vae.ModelFile)); err != nil {
+		return nil, err
+	}
+	if err := copyFile(flowPath, filepath.Join(o.Out, flow.ModelFile)); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		name string
+		gs   []*graph.Graph
+	}{{d.TrainGraphs, train}, {d.ValGraphs, val}} {
+		path := filepath.Join(o.Out, f.name)
+		var err error
+		if strings.Contains(f.name, ".jsonl") {
+			err = graph.WriteNodeLinkFile(path, f.gs)
+		} else {
+			err = graph.WriteFile(path, f.gs)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := r.Save(filepath.Join(o.Out, flow.RecipeFile)); err != nil {
+		return nil, err
+	}
+	o.Hooks.log(fmt.Sprintf("wrote the bundle %s in %s", o.Out, time.Since(start).Round(time.Second)))
+	return r, nil
+}
+
+// Better reports whether a measures better than b: a higher V.U.N. by
+// more than half a point, else (V.U.N. within half a point) a smaller
+// geometric mean of the MMDs.
+func Better(a, b Figures) bool {
+	if math.Abs(a.VUN-b.VUN) > 0.005 {
+		return a.VUN > b.VUN
+	}
+	return MMDRatio(a, b) < 1
+}
+
+// MMDRatio is the geometric mean over the statistics of a's MMD over b's
+// (each floored at 1e-6 × 1e-3, below any that matters).
+func MMDRatio(a, b Figures) float64 {
+	s, n := 0.0, 0
+	for name, v := range a.MMD {
+		w, ok := b.MMD[name]
+		if !ok {
+			continue
+		}
+		s += math.Log(max(v, 1e-9) / max(w, 1e-9))
+		n++
+	}
+	if n == 0 {
+		return 1
+	}
+	return math.Exp(s / float64(n))
+}
+
+// DecodeLatents decodes sampled latents (flow.SampleLatents) with the
+// decoding settings of s: its edge rule and margin, constraints,
+// completion and fill (its integration settings do not apply).
+func DecodeLatents(ctx context.Context, ae *vae.Model, zs []*tensor.Tensor, s flow.Sampler) ([]*graph.Graph, error) {
+	opts, err := s.DecodeOptions()
+	if err != nil {
+		return nil, err
+	}
+	return ae.DecodeGraphs(ctx, zs, opts...)
+}
+
+func budgetText(b string) string {
+	if b == "" {
+		return ""
+	}
+	return " -budget " + b
+}
+
+// checkVal checks that the validation graphs fit the training graphs'
+// models: the same direction, labels the training graphs have, and node
+// labels on all or none.
+func checkVal(val []*graph.Graph, d DataFacts) error {
+	vf, err := Inspect(val)
+	if err != nil {
+		return fmt.Errorf("validation graphs: %w", err)
+	}
+	switch {
+	case vf.Directed != d.Directed:
+		return fmt.Errorf("pipeline: the validation graphs are %s, the training graphs %s", direction(vf.Directed), direction(d.Directed))
+	case (vf.NodeClasses > 0) != (d.NodeClasses > 0) && vf.NodeClasses > 0:
+		return errors.New("pipeline: the validation graphs have node labels, the training graphs none")
+	case vf.NodeClasses > d.NodeClasses || vf.EdgeClasses > d.EdgeClasses:
+		return fmt.Errorf("pipeline: the validation graphs have labels the training graphs do not (%d node and %d edge classes against %d and %d)", vf.NodeClasses, vf.EdgeClasses, d.NodeClasses, d.EdgeClasses)
+	}
+	return nil
+}
+
+func countInvalid(gs []*graph.Graph, valid func(*graph.Graph) bool) int {
+	n := 0
+	for _, g := range gs {
+		if !valid(g) {
+			n++
+		}
+	}
+	return n
+}
+
+func molEncoding(name string) (*mol.Encoding, error) {
+	switch name {
+	case "moses":
+		return mol.MOSES, nil
+	case "guacamol":
+		return mol.GuacaMol, nil
+	}
+	return nil, fmt.Errorf("pipeline: unknown molecule encoding %q (want moses or guacamol)", name)
+}
+
+// MolEncoding returns the molecule encoding named by a card (moses,
+// guacamol; nil for "").
+func MolEncoding(name string) (*mol.Encoding, error) {
+	if name == "" {
+		return nil, nil
+	}
+	return molEncoding(name)
+}
+
+// fingerprint identifies a training and validation set: the SHA-256 of
+// their node-link JSON.
+func fingerprint(train, val []*graph.Graph) string {
+	h := sha256.New()
+	graph.WriteNodeLinks(h, train)
+	io.WriteString(h, "\nval\n")
+	graph.WriteNodeLinks(h, val)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func readWorkState(path string) (*workState, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var st workState
+	if err := json.Unmarshal(b, &st); err != nil || st.Plan == nil {
+		return nil, fmt.Errorf("pipeline: %s is not the state of lgflow train (%v); delete it to start afresh", path, err)
+	}
+	return &st, nil
+}
+
+// checkEmptyOut refuses an output directory that holds anything: a
+// bundle is written into a directory of its own.
+func checkEmptyOut(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		return fmt.Errorf("pipeline: %s is not empty (it holds %s); a bundle is trained into a directory of its own", dir, entries[0].Name())
+	}
+	return nil
+}
+
+// copyFile copies src to dst atomically.
+func copyFile(src, dst string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return atomicfile.Write(dst, func(w io.Writer) error {
+		_, err := io.Copy(w, f)
+		return err
+	})
+}
+
+// checkpointStep returns the step of the training state at path (of
+// trainer.MetaKind kind), 0 when there is none.
+func checkpointStep(path, kind string) int {
+	meta, err := trainer.ReadStateMeta(path, kind)
+	if err != nil {
+		return 0
+	}
+	step, _ := strconv.Atoi(meta[trainer.MetaStep])
+	return step
+}
+
+// vaeRate measures the LG-VAE's training steps per second on train: six
+// steps of the plan's model, the first not counted.
+func vaeRate(ctx context.Context, p *Plan, train *vae.Dataset, be tensor.Backend) (float64, error) {
+	tc := p.VAE.Train
+	tc.Steps, tc.ValEvery, tc.CheckpointEvery = 6, 0, 0
+	var times []time.Time
+	_, err := vae.Train(ctx, p.VAE.Model, tc, train, nil, vae.TrainOptions{LogEvery: 1, Backend: be,
+		Progress: func(vae.Progress) { times = append(times, time.Now()) }})
+	if err != nil {
+		return 0, err
+	}
+	return rate(times), nil
+}
+
+// flowRate measures the flow's training steps per second as vaeRate.
+func flowRate(ctx context.Context, p *Plan, ae *vae.Model, train *vae.Dataset, lat *flow.Latents, be tensor.Backend) (float64, error) {
+	c := p.Flow
+	c.Steps, c.ValEvery, c.CheckpointEvery, c.Cooldown, c.EMAAfter = 6, 0, 0, 0, 0
+	var times []time.Time
+	_, err := flow.Train(ctx, c, ae, train, lat, flow.TrainOptions{LogEvery: 1, Backend: be,
+		Progress: func(flow.Progress) { times = append(times, time.Now()) }})
+	if err != nil {
+		return 0, err
+	}
+	return rate(times), nil
+}
+
+// rate returns the steps per second between the first and the last of
+// the progress times of consecutive steps.
+func rate(times []time.Time) float64 {
+	if len(times) < 2 {
+		return 1
+	}
+	d := times[len(times)-1].Sub(times[0]).Seconds()
+	if d <= 0 {
+		return 1000
+	}
+	return float64(len(times)-1) / d
+}
