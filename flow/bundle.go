@@ -49,10 +49,15 @@ func OpenWith(dir string, ae *vae.Model) (*Model, error) {
 	}
 	m.Recipe, m.experts = r, map[string]*Model{}
 	samplers := []Sampler{r.Sampler}
+	keys := []string{"sampler"}
 	for _, name := range r.Names() {
 		samplers = append(samplers, r.Alternatives[name])
+		keys = append(keys, "alternatives."+name)
 	}
-	for _, s := range samplers {
+	for i, s := range samplers {
+		if w := s.GuidanceScale; m.Cond == nil && w != nil && *w != 1 {
+			return nil, fmt.Errorf("flow: bundle %s: %s: %s.guidance_scale: %g for a flow trained without conditions", dir, RecipeFile, keys[i], *w)
+		}
 		for _, e := range s.Experts {
 			if m.experts[e.File] != nil {
 				continue

@@ -171,6 +171,11 @@ func (s *Condition) Format(c Cond) string {
 	return strings.Join(parts, ",")
 }
 
+// Equal reports whether s and o describe the same conditions: the same
+// labels, properties with their standardisation and ranges, and
+// tolerance (nil: none, equal only to nil).
+func (s *Condition) Equal(o *Condition) bool { return s.equal(o) }
+
 // equal reports whether s and o describe the same condition (nil for
 // none).
 func (s *Condition) equal(o *Condition) bool {

@@ -189,6 +189,51 @@ func TestGraphProperties(t *testing.T) {
 	}
 }
 
+// TestPropertyMAE checks PropertyMAE on hand-counted graphs: a path of 5
+// nodes (4 edges, diameter 4), a triangle with a pendant node (4 edges,
+// diameter 2), K4 (6 edges, diameter 1) and two disjoint edges (2 edges,
+// no diameter).
+func TestPropertyMAE(t *testing.T) {
+	build := func(n int, edges ...[2]int) *graph.Graph {
+		g := graph.New(n)
+		for _, e := range edges {
+			g.MustAddEdge(e[0], e[1])
+		}
+		return g
+	}
+	path := build(5, [2]int{0, 1}, [2]int{1, 2}, [2]int{2, 3}, [2]int{3, 4})
+	tri := build(4, [2]int{0, 1}, [2]int{1, 2}, [2]int{0, 2}, [2]int{2, 3})
+	k4 := build(4, [2]int{0, 1}, [2]int{0, 2}, [2]int{0, 3}, [2]int{1, 2}, [2]int{1, 3}, [2]int{2, 3})
+	two := build(4, [2]int{0, 1}, [2]int{2, 3})
+	gs := []*graph.Graph{path, tri, k4, two}
+	for _, c := range []struct {
+		name   string
+		target float64
+		mae    float64
+		m      int
+	}{
+		{"edges", 4, (0 + 0 + 2 + 2) / 4.0, 4},
+		{"edges", 3.5, (0.5 + 0.5 + 2.5 + 1.5) / 4, 4},
+		{"triangles", 1, (1 + 0 + 3 + 1) / 4.0, 4},
+		{"diameter", 2, (2 + 0 + 1) / 3.0, 3}, // the disjoint edges left out
+		{"rings", 0, (0 + 1 + 3 + 0) / 4.0, 4},
+	} {
+		mae, m, err := flow.PropertyMAE(gs, c.name, c.target)
+		if err != nil || m != c.m || math.Abs(mae-c.mae) > 1e-12 {
+			t.Errorf("%s = %g: MAE %g over %d graphs (%v), want %g over %d", c.name, c.target, mae, m, err, c.mae, c.m)
+		}
+	}
+	if mae, m, err := flow.PropertyMAE([]*graph.Graph{two}, "diameter", 1); err != nil || m != 0 || !math.IsNaN(mae) {
+		t.Errorf("no graph with a diameter: %g over %d, %v", mae, m, err)
+	}
+	if _, _, err := flow.PropertyMAE(gs, "girth", 3); err == nil || !strings.Contains(err.Error(), "unknown property") {
+		t.Errorf("unknown property: %v", err)
+	}
+	if _, _, err := flow.PropertyMAE(gs, "edges", math.Inf(1)); err == nil {
+		t.Error("an infinite target accepted")
+	}
+}
+
 // conditionalFlow returns an untrained flow on ae conditioned as s says
 // (nil: unconditional), its denoiser drawn with seed 1 as untrainedFlow's.
 func conditionalFlow(t *testing.T, f *fixture, s *flow.Condition) *flow.Model {

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"lgflow/graph"
@@ -30,23 +31,11 @@ var BuiltinProperties = []string{"edges", "triangles", "diameter", "rings"}
 func GraphProperties(gs []*graph.Graph, names ...string) ([][]float64, error) {
 	fns := make([]func(*graph.Graph) (float64, error), len(names))
 	for j, name := range names {
-		switch name {
-		case "edges":
-			fns[j] = func(g *graph.Graph) (float64, error) { return float64(g.M()), nil }
-		case "triangles":
-			fns[j] = func(g *graph.Graph) (float64, error) { return float64(Triangles(g)), nil }
-		case "diameter":
-			fns[j] = func(g *graph.Graph) (float64, error) {
-				if !graph.IsConnected(g) {
-					return 0, fmt.Errorf("diameter of a disconnected graph (%d components)", len(graph.Components(g)))
-				}
-				return float64(graph.Diameter(g)), nil
-			}
-		case "rings":
-			fns[j] = func(g *graph.Graph) (float64, error) { return float64(CircuitRank(g)), nil }
-		default:
-			return nil, fmt.Errorf("flow: unknown property %q (built in: %s)", name, strings.Join(BuiltinProperties, ", "))
+		f, err := propertyFunc(name)
+		if err != nil {
+			return nil, err
 		}
+		fns[j] = f
 	}
 	out := make([][]float64, len(gs))
 	for i, g := range gs {
@@ -60,6 +49,59 @@ func GraphProperties(gs []*graph.Graph, names ...string) ([][]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// propertyFunc returns the function computing the built-in property
+// name.
+func propertyFunc(name string) (func(*graph.Graph) (float64, error), error) {
+	switch name {
+	case "edges":
+		return func(g *graph.Graph) (float64, error) { return float64(g.M()), nil }, nil
+	case "triangles":
+		return func(g *graph.Graph) (float64, error) { return float64(Triangles(g)), nil }, nil
+	case "diameter":
+		return func(g *graph.Graph) (float64, error) {
+			if !graph.IsConnected(g) {
+				return 0, fmt.Errorf("diameter of a disconnected graph (%d components)", len(graph.Components(g)))
+			}
+			return float64(graph.Diameter(g)), nil
+		}, nil
+	case "rings":
+		return func(g *graph.Graph) (float64, error) { return float64(CircuitRank(g)), nil }, nil
+	}
+	return nil, fmt.Errorf("flow: unknown property %q (built in: %s)", name, strings.Join(BuiltinProperties, ", "))
+}
+
+// PropertyMAE returns the mean absolute error between target and the
+// built-in property name (BuiltinProperties) of the graphs gs,
+//
+//	mae = (1/m) Σ |p(g) - target|,
+//
+// over the m graphs that have the property: a disconnected graph has no
+// diameter, and is left out. It returns m too; with m = 0 the error is
+// NaN. It measures how well graphs sampled under the condition
+// name=target (WithCondition) meet it. An unknown name is an error.
+func PropertyMAE(gs []*graph.Graph, name string, target float64) (mae float64, m int, err error) {
+	f, err := propertyFunc(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	if math.IsNaN(target) || math.IsInf(target, 0) {
+		return 0, 0, fmt.Errorf("flow: the target of %s, %g, is not a finite number", name, target)
+	}
+	sum := 0.0
+	for _, g := range gs {
+		v, err := f(g)
+		if err != nil {
+			continue // undefined for this graph
+		}
+		sum += math.Abs(v - target)
+		m++
+	}
+	if m == 0 {
+		return math.NaN(), 0, nil
+	}
+	return sum / float64(m), m, nil
 }
 
 // Triangles returns the number of triangles of g's undirected view.

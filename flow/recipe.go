@@ -168,7 +168,18 @@ type Sampler struct {
 	// the edge fill under a "planar", "forest" or "dag" constraint
 	// (vae.WithEdgeFill); nil: no fill.
 	Fill *float64 `json:"fill,omitempty"`
+	// GuidanceScale is the classifier-free guidance scale of sampling
+	// under a condition (WithGuidanceScale), for a conditional model
+	// (Model.Cond); nil: Sample's default, 1. 0 is a setting of its own,
+	// unconditional sampling, hence the pointer. At most
+	// MaxGuidanceScale.
+	GuidanceScale *float64 `json:"guidance_scale,omitempty"`
 }
+
+// MaxGuidanceScale is the largest guidance scale a recipe may set: far
+// beyond where classifier-free guidance stops helping (1 to a few), so
+// a larger one is a mistake, not a setting.
+const MaxGuidanceScale = 100
 
 // Expert is an expert denoiser of a bundle and the times it is used at:
 // from From on until Until (0: to the end), where the flow's own denoiser
@@ -304,6 +315,8 @@ func (s Sampler) validate() error {
 		return fmt.Errorf("edge_margin: %g is not a finite number", *s.EdgeMargin)
 	case s.Fill != nil && math.IsNaN(*s.Fill):
 		return errors.New("fill: NaN is not a number")
+	case s.GuidanceScale != nil && !(*s.GuidanceScale >= 0 && *s.GuidanceScale <= MaxGuidanceScale):
+		return fmt.Errorf("guidance_scale: %g is outside [0, %d] (1: plain conditional sampling, 0: unconditional)", *s.GuidanceScale, MaxGuidanceScale)
 	}
 	if s.EdgeRule != "" {
 		if _, err := vae.ParseEdgeRule(s.EdgeRule); err != nil {
@@ -479,6 +492,9 @@ func (s Sampler) apply(o *sampleOptions, m *Model) error {
 		v := *s.EdgeMargin
 		o.edgeMargin = &v
 	}
+	if s.GuidanceScale != nil {
+		o.cfgW = *s.GuidanceScale
+	}
 	o.decode = append(o.decode, s.decodeOptions()...)
 	o.experts = nil
 	handBack := map[float64]bool{}
@@ -634,6 +650,9 @@ func (s Sampler) Describe() []string {
 	}
 	if s.Fill != nil {
 		add("fill from confidence %g", *s.Fill)
+	}
+	if s.GuidanceScale != nil {
+		add("guidance scale %g", *s.GuidanceScale)
 	}
 	return out
 }

@@ -222,6 +222,9 @@ func TestRecipeBad(t *testing.T) {
 		{"completion and constraints", head + `"sampler": {"complete": ["planar"], "constraints": ["planar"], "fill": -4}}`, "sampler.complete"},
 		{"alternative's setting", head + `"sampler": {}, "alternatives": {"constrained": {"temperature": 50}}}`, "alternatives.constrained.temperature"},
 		{"alternative's name", head + `"sampler": {}, "alternatives": {"none": {}}}`, "alternatives"},
+		{"negative guidance scale", head + `"sampler": {"guidance_scale": -1}}`, "sampler.guidance_scale: -1 is outside [0, 100]"},
+		{"huge guidance scale", head + `"sampler": {}, "alternatives": {"strong": {"guidance_scale": 1e3}}}`, "alternatives.strong.guidance_scale"},
+		{"guidance scale for an unconditional flow", head + `"sampler": {"guidance_scale": 2}}`, "sampler.guidance_scale: 2 for a flow trained without conditions"},
 	} {
 		dir := writeBundle(t, nil)
 		path := filepath.Join(dir, flow.RecipeFile)
@@ -229,7 +232,12 @@ func TestRecipeBad(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := flow.LoadRecipe(path)
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+		if strings.Contains(c.name, "unconditional") {
+			// A valid recipe; only the bundle's flow makes it wrong.
+			if err != nil {
+				t.Errorf("%s: LoadRecipe: %v", c.name, err)
+			}
+		} else if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: LoadRecipe error %v, want one naming %s and containing %q", c.name, err, path, c.want)
 		}
 		if _, err := flow.Open(dir); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -288,5 +296,67 @@ func remove(t *testing.T, dir, file string) {
 	t.Helper()
 	if err := os.Remove(filepath.Join(dir, file)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRecipeGuidanceScale checks a recipe's guidance_scale: it round-trips
+// (0 kept, a setting of its own), it is the scale Sample uses by default
+// (the latents of WithGuidanceScale by hand), and an option replaces it.
+func TestRecipeGuidanceScale(t *testing.T) {
+	s := &flow.Condition{Labels: []string{"a", "b"}}
+	ae := newVAE(t, vaeConfig(), 1)
+	m := untrainedFlow(t, ae)
+	m.Cfg = m.Cfg.ForCondition(s)
+	net, err := dit.New(m.Cfg.DiT, tensor.NewRNG(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Net, m.Cond = net, s
+	randomizeCond(m, 7) // else the condition changes nothing
+	dir := t.TempDir()
+	if err := ae.Save(filepath.Join(dir, vae.ModelFile), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Save(filepath.Join(dir, flow.ModelFile), nil); err != nil {
+		t.Fatal(err)
+	}
+	zero, two := 0.0, 2.0
+	r := &flow.Recipe{Format: flow.RecipeFormat, Sampler: flow.Sampler{GuidanceScale: &two},
+		Alternatives: map[string]flow.Sampler{"unguided": {GuidanceScale: &zero}, "plain": {}}}
+	path := filepath.Join(dir, flow.RecipeFile)
+	if err := r.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || !strings.Contains(string(b), `"guidance_scale": 0`) {
+		t.Errorf("sampler.json does not keep the scale 0: %s, %v", b, err)
+	}
+	back, err := flow.LoadRecipe(path)
+	if err != nil || !reflect.DeepEqual(back, r) {
+		t.Fatalf("recipe read back: %+v, %v", back, err)
+	}
+	if got := strings.Join(r.Sampler.Describe(), ", "); got != "guidance scale 2" {
+		t.Errorf("Describe: %q", got)
+	}
+	opened, err := flow.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latents := sampleLatentsOf(t, 5)
+	a := flow.WithCondition(flow.Cond{Label: "a"})
+	for _, c := range []struct {
+		name           string
+		bundle, byHand []flow.SampleOption
+	}{
+		{"the recipe's scale", []flow.SampleOption{a}, []flow.SampleOption{a, flow.WithGuidanceScale(2)}},
+		{"an option's scale", []flow.SampleOption{a, flow.WithGuidanceScale(1)}, []flow.SampleOption{a}},
+		{"an alternative's scale 0", []flow.SampleOption{flow.WithRecipe("unguided"), a}, []flow.SampleOption{a, flow.WithGuidanceScale(0)}},
+		{"no scale: 1", []flow.SampleOption{flow.WithRecipe("plain"), a}, []flow.SampleOption{a, flow.WithGuidanceScale(1)}},
+	} {
+		if !sameLatents(latents(opened, c.bundle...), latents(m, c.byHand...)) {
+			t.Errorf("%s: the bundle samples other latents than the same scale by hand", c.name)
+		}
+	}
+	if sameLatents(latents(m, a, flow.WithGuidanceScale(2)), latents(m, a)) || sameLatents(latents(m, a), latents(m, a, flow.WithGuidanceScale(0))) {
+		t.Error("the guidance scale changed no latent: the checks above are vacuous")
 	}
 }

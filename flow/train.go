@@ -777,6 +777,25 @@ func CheckpointConfig(path string) (Config, error) {
 	return c, nil
 }
 
+// CheckpointCondition returns the condition schema the training state
+// at path (a StateFile written by Train) was written with, reading only
+// the file's header: nil for an unconditional flow. A run that resumes
+// it must train on the same conditions.
+func CheckpointCondition(path string) (*Condition, error) {
+	meta, err := trainer.ReadStateMeta(path, stateKind)
+	if err != nil {
+		return nil, fmt.Errorf("flow: %w", err)
+	}
+	if _, ok := meta[metaCondition]; !ok {
+		return nil, nil
+	}
+	var c Condition
+	if err := trainer.UnmarshalMeta(meta, metaCondition, &c); err != nil {
+		return nil, fmt.Errorf("flow: %s: %w", path, err)
+	}
+	return &c, nil
+}
+
 // nodeCountsIf returns the node counts of the latents' graphs when bucket
 // is set (batches of similar sizes, trainer.Loop.Sizes), else nil.
 func nodeCountsIf(bucket bool, l *Latents) []int {

@@ -62,6 +62,18 @@ type BundleOptions struct {
 	Backend tensor.Backend
 	// Hooks receive progress.
 	Hooks Hooks
+	// Cond, when not nil, holds the conditions of the training graphs
+	// (one per graph of train, ConditionTable.Conditions): the flow is
+	// then conditional (flow.Latents.Cond), its checkpoint stores the
+	// schema, and the card says what it conditions on. The LG-VAE and the
+	// measurement are those of an unconditional bundle: the recipe's
+	// figures are of unconditional samples (the null condition). A run
+	// that continues another must give the same conditions.
+	Cond *flow.Conditions
+	// CondDrop is the flow's condition dropout (flow.Config.CondDrop; 0:
+	// flow.DefaultCondDrop, negative: none). A run that continues another
+	// keeps the first run's unless it gives one.
+	CondDrop float64
 }
 
 // VAEShare and MeasureShare are the parts of BundleOptions.Budget the
@@ -95,6 +107,9 @@ type workState struct {
 	FlowDone    bool `json:"flow_done"`
 	// Budget is the -budget of the first run.
 	Budget string `json:"budget,omitempty"`
+	// Condition is the schema of the flow's conditions (nil:
+	// unconditional).
+	Condition *flow.Condition `json:"condition,omitempty"`
 }
 
 // DetectValidity returns the strictest validity rule every graph of gs
@@ -189,6 +204,18 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 	if err != nil {
 		return nil, err
 	}
+	var schema *flow.Condition
+	if o.Cond != nil {
+		if o.Cond.Len() != len(train) {
+			return nil, fmt.Errorf("pipeline: conditions of %d graphs for %d training graphs", o.Cond.Len(), len(train))
+		}
+		schema = o.Cond.Schema
+		if err := schema.Validate(); err != nil {
+			return nil, err
+		}
+		plan.Flow = plan.Flow.ForCondition(schema)
+		plan.Flow.CondDrop = o.CondDrop
+	}
 	work := filepath.Join(o.Out, WorkDir)
 	statePath := filepath.Join(work, "plan.json")
 	fp := fingerprint(train, val)
@@ -200,12 +227,15 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 		if err := checkEmptyOut(o.Out); err != nil {
 			return nil, err
 		}
-		st = &workState{Data: fp, Plan: plan, Seed: o.Seed}
+		st = &workState{Data: fp, Plan: plan, Seed: o.Seed, Condition: schema}
 		if o.Budget > 0 {
 			st.Budget = o.Budget.String()
 		}
 	case st.Data != fp:
 		return nil, fmt.Errorf("pipeline: %s holds the training of a bundle on other graphs; give another directory, or delete %s to start afresh", o.Out, work)
+	case !st.Condition.Equal(schema):
+		return nil, fmt.Errorf("pipeline: %s holds the training of a bundle %s; this run's flow is %s: give the same conditions, or another directory",
+			o.Out, conditionText(st.Condition), conditionText(schema))
 	default:
 		plan = st.Plan
 		o.Hooks.log(fmt.Sprintf("continuing the training in %s (planned by its first run)", work))
@@ -215,6 +245,9 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 	}
 	save := func() error { return atomicfile.WriteJSON(statePath, st) }
 	plan.VAE.Train.Seed, plan.Flow.Seed = st.Seed, st.Seed
+	if o.CondDrop != 0 {
+		plan.Flow.CondDrop = o.CondDrop // a continuation may change it; else the first run's
+	}
 	o.Hooks.log(fmt.Sprintf("%d training and %d validation graphs, %d-%d nodes (mean %.1f), mean %.1f edges, %s, %d node and %d edge classes; validity rule %s",
 		len(train), len(val), facts.MinNodes, facts.MaxNodes, facts.MeanNodes, facts.MeanEdges, direction(facts.Directed), facts.NodeClasses, facts.EdgeClasses, rule))
 
@@ -293,6 +326,7 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 	if err != nil {
 		return nil, err
 	}
+	lat.Cond = o.Cond
 	flowDir := filepath.Join(work, "flow")
 	flowBudget := time.Duration(0)
 	if o.Budget > 0 {
@@ -319,7 +353,8 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 		}
 	}
 	if !st.FlowDone {
-		o.Hooks.log(fmt.Sprintf("training LG-Flow (DiT %d × %d, %d steps of batch %d; state in %s)", plan.Flow.DiT.Depth, plan.Flow.DiT.Width, plan.Flow.Steps, plan.Flow.BatchSize, flowDir))
+		o.Hooks.log(fmt.Sprintf("training LG-Flow (DiT %d × %d, %d steps of batch %d%s; state in %s)", plan.Flow.DiT.Depth, plan.Flow.DiT.Width, plan.Flow.Steps, plan.Flow.BatchSize,
+			condTraining(schema, plan.Flow), flowDir))
 		var score func([]*graph.Graph) float64
 		if valid != nil {
 			score = func(gs []*graph.Graph) float64 { return 1 - float64(countInvalid(gs, valid))/float64(max(len(gs), 1)) }
@@ -421,12 +456,13 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 	trained := fmt.Sprintf("LG-VAE %d steps × %d (k %d, latent %d, %d × %d, GraphNorm); LG-Flow DiT %d × %d, %d steps × %d",
 		plan.VAE.Train.Steps, plan.VAE.Train.BatchSize, plan.VAE.Model.K, plan.VAE.Model.Latent, plan.VAE.Model.Layers, plan.VAE.Model.Width,
 		plan.Flow.DiT.Depth, plan.Flow.DiT.Width, plan.Flow.Steps, plan.Flow.BatchSize)
+	trained += condTraining(schema, plan.Flow)
 	if !st.FlowDone {
 		trained += " (unfinished: run lgflow train again to continue)"
 	}
 	r.Card = flow.Card{Dataset: fmt.Sprintf("%s (%d graphs)", cmp.Or(d.File, "graphs"), len(train)+len(val)),
 		Training: "lgflow train -preset " + size + budgetText(st.Budget) + ": " + trained, Figures: card,
-		Measured: fmt.Sprintf("%d samples against the %d validation graphs, seed %d; V.U.N. (validity: %s) and valid in %%, MMD² × 1e3", n, len(val), st.Seed, rule),
+		Measured: fmt.Sprintf("%d samples against the %d validation graphs, seed %d; V.U.N. (validity: %s) and valid in %%, MMD² × 1e3", n, len(val), st.Seed, rule) + condMeasured(schema),
 		Validity: rule, Output: output, Molecules: o.Molecules, Data: &d}
 	if err := r.Validate(); err != nil {
 		return nil, fmt.Errorf("pipeline: the recipe: %w", err)
@@ -459,6 +495,39 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 	}
 	o.Hooks.log(fmt.Sprintf("wrote the bundle %s in %s", o.Out, time.Since(start).Round(time.Second)))
 	return r, nil
+}
+
+// conditionText describes a bundle's conditions for messages.
+func conditionText(s *flow.Condition) string {
+	if s == nil {
+		return "without conditions"
+	}
+	return "conditioned on " + s.Describe()
+}
+
+// condTraining describes a conditional flow's training for the card: the
+// schema and the condition dropout ("" for an unconditional one).
+func condTraining(s *flow.Condition, c flow.Config) string {
+	if s == nil {
+		return ""
+	}
+	drop := flow.DefaultCondDrop
+	switch {
+	case c.CondDrop < 0:
+		drop = 0
+	case c.CondDrop > 0:
+		drop = c.CondDrop
+	}
+	return fmt.Sprintf(", conditioned on %s, condition dropout %g", s.Describe(), drop)
+}
+
+// condMeasured says, for a conditional flow, under which condition the
+// card's figures were measured.
+func condMeasured(s *flow.Condition) string {
+	if s == nil {
+		return ""
+	}
+	return "; samples without a condition (the null condition: all the training graphs' distribution); lgflow sample -cond samples under one"
 }
 
 // Better reports whether a measures better than b: a higher V.U.N. by

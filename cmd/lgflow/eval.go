@@ -24,7 +24,7 @@ func init() {
 }
 
 func runEval(ctx context.Context, args []string) error {
-	fs := newFlagSet("eval", "lgflow eval -gen GEN.g6|GEN.jsonl|GEN.smi -ref TEST [-train TRAIN] [-kind generic|planar|tree|ego|dag|moses] [-validity RULE | -model DIR] [-json]")
+	fs := newFlagSet("eval", "lgflow eval -gen GEN.g6|GEN.jsonl|GEN.smi -ref TEST [-train TRAIN] [-kind generic|planar|tree|ego|dag|moses] [-validity RULE | -model DIR] [-cond-label NAME [-checker RULE]] [-cond-prop NAME=V,...] [-json]")
 	genPath := fs.String("gen", "", "generated graphs: graph6 / digraph6 lines, node-link JSON (.json/.jsonl, labels kept), or SMILES (.smi, MOSES metrics); .gz allowed")
 	refPath := fs.String("ref", "", "reference graphs, the test split in the paper's tables (SMILES: the SNN / scaffold reference, optional)")
 	trainPath := fs.String("train", "", "training graphs (novelty, V.U.N., Ego ratio; SMILES: novelty)")
@@ -39,10 +39,16 @@ func runEval(ctx context.Context, args []string) error {
 	modelDir := fs.String("model", "", "the bundle the graphs were sampled from: its card's validity rule (and molecule encoding) applies unless -validity is given, and -kind follows from it unless given")
 	decimals := fs.Int("decimals", 1, "decimals in the table")
 	showProgress := fs.Bool("progress", false, "report progress on standard error")
+	condLabel := fs.String("cond-label", "", "the label -gen was sampled under (lgflow sample -cond label=NAME): report the fraction of samples -checker assigns to that class (-ref: that class's test graphs)")
+	checker := fs.String("checker", "", "with -cond-label: the test of the requested class: planar (connected and planar), tree, dag, connected, or molecule (with -model) (default: the label, when it is one of these)")
+	condProp := fs.String("cond-prop", "", "the property values -gen was sampled under, NAME=VALUE,... of the built-in properties ("+strings.Join(flow.BuiltinProperties, ", ")+"): report each one's mean absolute error between requested and realised values, and the spread (standard deviation) of -ref's")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *genPath != "" && (*kindName == "moses" || isSMILESPath(*genPath)) {
+		if *condLabel != "" || *condProp != "" {
+			return usagef("-cond-label and -cond-prop measure graphs, not SMILES: sample graphs (-format nodelink) to measure a condition")
+		}
 		var prog func(stage string, done, total int)
 		if *showProgress {
 			prog = stageBars()
@@ -61,6 +67,10 @@ func runEval(ctx context.Context, args []string) error {
 		if rule == "" {
 			rule = r.Card.Validity
 		}
+	}
+	ce, err := parseCondEval(*condLabel, *checker, *condProp, molecules)
+	if err != nil {
+		return err
 	}
 	if rule != "" && !slices.Contains(flow.ValidityRules, rule) {
 		return usagef("unknown -validity %q (want %s)", rule, strings.Join(flow.ValidityRules, ", "))
@@ -117,8 +127,19 @@ func runEval(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	cf, err := ce.measure(gen, ref)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
-		b, err := json.MarshalIndent(rep, "", "  ")
+		var v any = rep
+		if cf != nil {
+			v = struct {
+				*metrics.Report
+				Condition *condFigures `json:"condition"`
+			}{rep, cf}
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -127,6 +148,9 @@ func runEval(ctx context.Context, args []string) error {
 	}
 	if err := rep.WriteTable(stdout, *decimals); err != nil {
 		return err
+	}
+	if cf != nil {
+		cf.write(stdout, *decimals)
 	}
 	_, err = fmt.Fprintf(stdout, "evaluated in %.1f s\n", time.Since(start).Seconds())
 	return err

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -73,7 +74,7 @@ func flowPreset(dataset, size string, latent int) (flow.Config, error) {
 }
 
 func runTrainFlow(ctx context.Context, args []string) error {
-	fs := newFlagSet("train-flow", "lgflow train-flow -vae V -dataset D [-preset cpu|paper|T|S|B] [-train-split S] -out DIR [-resume]")
+	fs := newFlagSet("train-flow", "lgflow train-flow -vae V -dataset D [-preset cpu|paper|T|S|B] [-train-split S] [-cond FILE | -cond-prop NAMES] [-cond-drop P] -out DIR [-resume]")
 	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors)")
 	name := fs.String("dataset", "", "dataset the LG-VAE was trained on")
 	preset := fs.String("preset", "cpu", "preset: cpu (a small DiT for two cores, sized for the dataset), paper (the reference's DiT, batch and steps for the dataset), or the DiT sizes T, S, B (or tiny)")
@@ -109,11 +110,18 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	logEvery := fs.Int("log-every", 50, "steps between progress lines")
 	device := fs.String("device", "cpu", "where the training steps run: cpu or cuda (an NVIDIA GPU through the driver, cuBLAS and NVRTC)")
 	tf32 := fs.Bool("tf32", true, "with -device cuda on compute capability 8.0 or newer: float32 matrix products in TensorFloat-32 (-tf32=false: exact float32)")
+	conds := addCondFlags(fs, false)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *vaePath == "" || *name == "" || *out == "" {
 		return usagef("need -vae, -dataset and -out")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	condDrop, err := conds.dropout(set["cond-drop"])
+	if err != nil {
+		return err
 	}
 	backend, gpuStats, err := selectTraining(*device, *tf32)
 	if err != nil {
@@ -130,8 +138,6 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	cfg.Seed = *seed
 	// An override applies when its flag is given, whatever its value (as
 	// in train-vae): -val-every 0 turns validation off.
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	override := func(c *flow.Config) {
 		for name := range set {
 			switch name {
@@ -171,6 +177,8 @@ func runTrainFlow(ctx context.Context, args []string) error {
 				c.PathSteps = *pathSteps
 			case "seed":
 				c.Seed = *seed
+			case "cond-drop":
+				c.CondDrop = condDrop
 			}
 		}
 	}
@@ -179,9 +187,13 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	// the flags given override it.
 	statePath := filepath.Join(*out, flow.StateFile)
 	cfg, err = resumeConfig(cfg, statePath, *resume, flow.CheckpointConfig, func(saved flow.Config) error {
-		if set["preset"] && cfg.DiT != saved.DiT {
+		// The conditions' part of the denoiser is compared below, with
+		// the conditions.
+		a, b := saved.DiT, cfg.DiT
+		a.Classes, a.CondDim, b.Classes, b.CondDim = 0, 0, 0, 0
+		if set["preset"] && a != b {
 			return usagef("-preset %s is another denoiser than the one %s was trained with: %s", *preset, statePath,
-				strings.Join(configDiff(saved.DiT, cfg.DiT), ", "))
+				strings.Join(configDiff(a, b), ", "))
 		}
 		return nil
 	}, override)
@@ -214,10 +226,38 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	var cond *flow.Conditions
+	table, err := conds.table(train.Graphs, *name+" "+*trainSplit, inG6)
+	if err != nil {
+		return err
+	}
+	if table != nil {
+		if cond, err = table.Conditions(); err != nil {
+			return fmt.Errorf("conditions: %w", err)
+		}
+		fmt.Fprintf(stderr, "conditioned on %s\n", cond.Schema.Describe())
+	}
+	var schema *flow.Condition
+	if cond != nil {
+		schema = cond.Schema
+	}
+	cfg = cfg.ForCondition(schema)
+	if *resume {
+		if _, err := os.Stat(statePath); err == nil {
+			saved, err := flow.CheckpointCondition(statePath)
+			if err != nil {
+				return err
+			}
+			if err := conditionMismatch(statePath, saved, schema); err != nil {
+				return err
+			}
+		}
+	}
 	lat, err := flow.EncodeLatents(ctx, ae, train, 128, progress.Bar(stderr, "encoding latents"))
 	if err != nil {
 		return err
 	}
+	lat.Cond = cond
 	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Init: init, Score: validityScore(*name, mol.InferAromaticNH(mol.DefaultInferNH)), Backend: backend,
 		LogEvery: *logEvery, MaxDuration: *maxTime,
 		Path: path, PathOffsets: flow.TimeOffsets{Step: *pathStepOffset, From: *pathStepOffsetFrom},
@@ -272,7 +312,7 @@ func selectTraining(device string, tf32 bool) (tensor.Backend, func() string, er
 }
 
 func runSample(ctx context.Context, args []string) error {
-	fs := newFlagSet("sample", "lgflow sample (-model DIR [-recipe NAME] | -vae V -flow F) -n N [-steps S] [-final-jump T] [-temperature τ] [-seed S] [-method euler|heun] [-edge-rule or|and|mean] [-format g6|nodelink|smiles] -o OUT")
+	fs := newFlagSet("sample", "lgflow sample (-model DIR [-recipe NAME] | -vae V -flow F) -n N [-cond label=NAME|prop=V|NAME=V,... [-guidance W]] [-steps S] [-final-jump T] [-temperature τ] [-seed S] [-method euler|heun] [-edge-rule or|and|mean] [-format g6|nodelink|smiles] -o OUT")
 	modelDir := fs.String("model", "", "model bundle: a directory holding vae.safetensors, flow.safetensors, its experts and sampler.json, the sampling recipe, which the flags given override one by one (flow.Open; e.g. pretrained/planar)")
 	recipe := fs.String("recipe", "", "with -model: the recipe's alternative to sample with (e.g. constrained, complete; none: flow.Sample's defaults, the recipe ignored)")
 	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors); with -model: instead of the bundle's (a decoder fine-tuned since)")
@@ -299,6 +339,8 @@ func runSample(ctx context.Context, args []string) error {
 	device := fs.String("device", "cpu", "where the denoiser runs: cpu or cuda (the LG-VAE decodes on the CPU)")
 	experts := addExpertFlags(fs, "")
 	offsets := addOffsetFlags(fs)
+	condText := fs.String("cond", "", "conditional models (trained with -cond): sample every graph under this condition, label=NAME, prop=VALUE (a model of one property), NAME=VALUE, or comma-separated pairs for a model of several (label=planar,edges=170); null: none (default: none, the training graphs' whole distribution)")
+	guidance := fs.Float64("guidance", 1, "with -cond: the classifier-free guidance scale w, pred_uncond + w·(pred_cond - pred_uncond) (1: plain conditional sampling; 0: unconditional; > 1: follows the condition more strongly, at twice the cost a step; default: the recipe's guidance_scale, else 1)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -408,6 +450,11 @@ func runSample(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	condOpts, err := conditionOptions(m, *recipe, *condText, set["cond"], *guidance, set["guidance"])
+	if err != nil {
+		return err
+	}
+	opts = append(opts, condOpts...)
 	if err := m.ToBackend(backend); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"slices"
@@ -19,7 +20,7 @@ func init() {
 }
 
 // trainUsage is the synopsis of lgflow train.
-const trainUsage = "lgflow train -graphs FILE -out DIR [-val FILE] [-format g6|edgelist|nodelink|smiles] [-validity RULE] [-preset cpu|paper] [-budget 20m]"
+const trainUsage = "lgflow train -graphs FILE -out DIR [-val FILE] [-format g6|edgelist|nodelink|smiles] [-validity RULE] [-preset cpu|paper] [-budget 20m] [-cond FILE | -cond-prop NAMES | -cond-attrs KEYS] [-cond-drop P]"
 
 func runTrain(ctx context.Context, args []string) error {
 	fs := newFlagSet("train", trainUsage)
@@ -38,7 +39,14 @@ func runTrain(ctx context.Context, args []string) error {
 	samples := fs.Int("samples", 0, "graphs sampled to measure the bundle and choose its default recipe (default: as many as there are validation graphs, within [32, 256])")
 	device := fs.String("device", "cpu", "where the training steps and the denoiser run: cpu or cuda")
 	tf32 := fs.Bool("tf32", true, "with -device cuda: float32 matrix products in TensorFloat-32 where the GPU has it")
+	conds := addCondFlags(fs, true)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	condDrop, err := conds.dropout(set["cond-drop"])
+	if err != nil {
 		return err
 	}
 	switch {
@@ -77,6 +85,10 @@ func runTrain(ctx context.Context, args []string) error {
 	if err := pipeline.CheckRule(rule, facts.Directed, data.molecules != ""); err != nil {
 		return usagef("-validity: %v", err)
 	}
+	table, err := conds.table(data.graphs, *graphsPath, fmtName)
+	if err != nil {
+		return err
+	}
 	train, val := data.graphs, []*graph.Graph(nil)
 	valFile := ""
 	if *valPath != "" {
@@ -92,7 +104,17 @@ func runTrain(ctx context.Context, args []string) error {
 		if len(train) < 2 {
 			return fmt.Errorf("%s: one graph; holding out validation graphs needs two or more (or give -val)", *graphsPath)
 		}
-		train, val = holdOut(train, *seed)
+		var held []bool
+		train, val, held = holdOut(train, *seed)
+		if table != nil {
+			table = table.Subset(kept(held))
+		}
+	}
+	var cond *flow.Conditions
+	if table != nil {
+		if cond, err = table.Conditions(); err != nil {
+			return fmt.Errorf("conditions: %w", err)
+		}
 	}
 	backend, gpuStats, err := selectTraining(*device, *tf32)
 	if err != nil {
@@ -105,7 +127,7 @@ func runTrain(ctx context.Context, args []string) error {
 	}
 	r, err := pipeline.TrainBundle(ctx, train, val, pipeline.BundleOptions{Out: *out, Size: *preset, Budget: *budget,
 		VAESteps: *vaeSteps, FlowSteps: *flowSteps, Validity: rule, Molecules: data.molecules, Seed: *seed, Samples: *samples,
-		Data: flow.Data{File: *graphsPath, Format: fmtName, ValFile: valFile}, Backend: backend, Hooks: hooks})
+		Data: flow.Data{File: *graphsPath, Format: fmtName, ValFile: valFile}, Backend: backend, Hooks: hooks, Cond: cond, CondDrop: condDrop})
 	switch {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(stderr, "interrupted; run the same command again to continue (state in %s)\n", *out)
@@ -119,11 +141,11 @@ func runTrain(ctx context.Context, args []string) error {
 
 // holdOut splits gs at random (seeded) into training graphs and a tenth
 // of them, at least one and at most 256, for validation. Both keep the
-// file's order.
-func holdOut(gs []*graph.Graph, seed uint64) (train, val []*graph.Graph) {
+// file's order; held[i] says graph i is a validation graph.
+func holdOut(gs []*graph.Graph, seed uint64) (train, val []*graph.Graph, held []bool) {
 	k := min(max(1, int(math.Round(float64(len(gs))/10))), 256, len(gs)-1)
 	perm := tensor.NewRNG(seed ^ 0x7a1d).Perm(len(gs))
-	held := make([]bool, len(gs))
+	held = make([]bool, len(gs))
 	for _, i := range perm[:k] {
 		held[i] = true
 	}
@@ -134,7 +156,19 @@ func holdOut(gs []*graph.Graph, seed uint64) (train, val []*graph.Graph) {
 			train = append(train, g)
 		}
 	}
-	return train, val
+	return train, val, held
+}
+
+// kept returns the indices of the graphs holdOut kept for training (held
+// false), in order: the rows of their conditions.
+func kept(held []bool) []int {
+	var idx []int
+	for i, h := range held {
+		if !h {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // describeRecipe summarises a recipe for a last line: the default's

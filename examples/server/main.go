@@ -5,6 +5,7 @@
 //	go run ./examples/server -models moses=pretrained/moses   # planar and MOSES molecules
 //	curl -d '{"n": 4, "seed": 1}' localhost:8080/sample
 //	curl -d '{"model": "moses", "n": 8, "format": "smiles"}' localhost:8080/sample
+//	curl -d '{"model": "mine", "n": 4, "condition": "label=tree", "guidance": 2}' localhost:8080/sample
 //	curl localhost:8080/healthz
 //
 // POST /sample takes a JSON object (every field optional):
@@ -26,14 +27,26 @@
 //	        objects under "graphs"), smiles (molecule models: one canonical
 //	        SMILES per line, None where a graph is no valid molecule;
 //	        aromatic N read as [nH] where needed, -infer-nh) or svg
+//	condition  for a conditional model (lgflow train -cond): the graphs'
+//	        condition, a string as lgflow sample -cond takes it
+//	        ("label=tree", "prop=170", "label=planar,edges=170") or an
+//	        object ({"label": "tree", "edges": 170}); absent or null:
+//	        none, the model's whole distribution
+//	guidance  the classifier-free guidance scale, 0 to 100 (default: the
+//	        recipe's guidance_scale, else 1: plain conditional sampling;
+//	        0: unconditional; above 1: the condition followed more
+//	        strongly, at twice the cost)
 //
-// Bad input gets 400 with {"error": "..."}; a body over -max-body bytes
-// 413. At most -slots sampling calls run at once (default: one per CPU
-// thread); other requests wait up to -queue-wait for a slot (at most
-// -max-queue of them), then get 503 with Retry-After. A client that hangs
-// up cancels its sampling call. GET /healthz reports the models and the
-// load. SIGINT or SIGTERM stops accepting connections and lets running
-// requests finish for up to -shutdown-timeout, then cancels them.
+// Bad input gets 400 with {"error": "..."} (among it an unknown label, a
+// property outside the model's trained range, and a condition for a
+// model trained without one); a body over -max-body bytes 413. At most
+// -slots sampling calls run at once (default: one per CPU thread); other
+// requests wait up to -queue-wait for a slot (at most -max-queue of
+// them), then get 503 with Retry-After. A client that hangs up cancels
+// its sampling call. GET /healthz reports the models, what the
+// conditional ones condition on, and the load. SIGINT or SIGTERM stops
+// accepting connections and lets running requests finish for up to
+// -shutdown-timeout, then cancels them.
 //
 // Paths are relative to the working directory: run it from the
 // repository root, or pass -model.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -153,6 +154,16 @@ type request struct {
 	Steps *int `json:"steps"`
 	// Format is graph6 (default), json, smiles or svg.
 	Format string `json:"format"`
+	// Condition is the condition of a conditional model's graphs: a
+	// string as flow.Condition.Parse reads it ("label=tree",
+	// "prop=170", "label=planar,edges=170"; "null": none), or an object
+	// ({"label": "tree", "edges": 170}). Absent or null: none, the
+	// model's unconditional distribution.
+	Condition json.RawMessage `json:"condition"`
+	// Guidance is the classifier-free guidance scale (flow.WithGuidanceScale;
+	// default: the model's recipe's, else 1), in [0, flow.MaxGuidanceScale];
+	// other than 1 only for a conditional model.
+	Guidance *float64 `json:"guidance"`
 }
 
 // job is a validated request.
@@ -162,6 +173,10 @@ type job struct {
 	seed   uint64
 	steps  int // 0: the model's grid
 	format string
+	// cond is the graphs' condition (nil: none), guidance the guidance
+	// scale (nil: the model's).
+	cond     *flow.Cond
+	guidance *float64
 }
 
 // httpError is an error with the status it is answered with.
@@ -226,7 +241,77 @@ func (s *server) parse(body []byte) (job, error) {
 	default:
 		return job{}, badRequest("unknown format %q (want one of %v)", j.format, formats)
 	}
+	fm := j.model.flow
+	if text, ok, err := conditionText(req.Condition); err != nil {
+		return job{}, err
+	} else if ok {
+		c, err := fm.Cond.Parse(text)
+		if err != nil {
+			return job{}, badRequest("condition: %s", strings.TrimPrefix(err.Error(), "flow: "))
+		}
+		if !c.IsZero() {
+			j.cond = &c
+		}
+	}
+	if w := req.Guidance; w != nil {
+		switch {
+		case !(*w >= 0 && *w <= flow.MaxGuidanceScale):
+			return job{}, badRequest("guidance must be between 0 and %d (1: plain conditional sampling, 0: unconditional), got %g", flow.MaxGuidanceScale, *w)
+		case fm.Cond == nil && *w != 1:
+			return job{}, badRequest("guidance: model %q was trained without conditions; classifier-free guidance needs a conditional model", name)
+		}
+		j.guidance = w
+	}
 	return j, nil
+}
+
+// conditionText returns a request's condition as flow.Condition.Parse
+// reads it: a string as it is, an object's keys and values as
+// comma-separated key=value pairs; ok is false for none (absent, null).
+func conditionText(raw json.RawMessage) (text string, ok bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false, nil
+	}
+	switch raw[0] {
+	case '"':
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return "", false, badRequest("condition: %v", err)
+		}
+		return text, true, nil
+	case '{':
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return "", false, badRequest("condition: %v", err)
+		}
+		if len(obj) == 0 {
+			return "", false, badRequest(`condition: an empty object (want {"label": "NAME"} and/or {"PROPERTY": NUMBER, ...})`)
+		}
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			v := bytes.TrimSpace(obj[k])
+			var s string
+			var num json.Number
+			switch {
+			case len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil:
+			case len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9') && json.Unmarshal(v, &num) == nil:
+				s = num.String()
+			default:
+				return "", false, badRequest("condition: %q is %s, neither a string (the label) nor a number (a property)", k, v)
+			}
+			if strings.ContainsAny(k+s, ",=") {
+				return "", false, badRequest("condition: %q: %q: names and values hold no ',' or '='", k, s)
+			}
+			parts[i] = k + "=" + s
+		}
+		return strings.Join(parts, ","), true, nil
+	}
+	return "", false, badRequest(`condition must be a string such as "label=tree" or an object such as {"label": "tree"}, got %s`, raw)
 }
 
 func (s *server) modelNames() []string {
@@ -268,7 +353,11 @@ func (s *server) sample(w http.ResponseWriter, r *http.Request) {
 	if j.model != nil {
 		model = j.model.name
 	}
-	s.log.Info("sample", "status", status, "model", model, "n", j.n, "steps", j.steps, "format", j.format,
+	cond := ""
+	if j.cond != nil {
+		cond = j.model.flow.Cond.Format(*j.cond)
+	}
+	s.log.Info("sample", "status", status, "model", model, "n", j.n, "steps", j.steps, "format", j.format, "condition", cond,
 		"seconds", time.Since(start).Seconds(), "error", err)
 }
 
@@ -354,6 +443,12 @@ func (s *server) run(ctx context.Context, j job) ([]byte, error) {
 		// A request's steps replace the model's grid by a uniform one.
 		opts = append(opts, flow.WithSteps(j.steps), flow.WithTimeShift(1))
 	}
+	if j.cond != nil {
+		opts = append(opts, flow.WithCondition(*j.cond))
+	}
+	if j.guidance != nil {
+		opts = append(opts, flow.WithGuidanceScale(*j.guidance))
+	}
 	gs, err := flow.Sample(ctx, j.model.flow, j.n, opts...)
 	s.running.Add(-1)
 	if s.onDone != nil {
@@ -376,11 +471,16 @@ func encode(w *bytes.Buffer, j job, gs []*graph.Graph) error {
 		return graph.WriteGraphs(w, gs)
 	case formatJSON:
 		out := struct {
-			Model  string            `json:"model"`
-			Seed   uint64            `json:"seed"`
-			Steps  int               `json:"steps,omitempty"` // absent: the model's grid
-			Graphs []json.RawMessage `json:"graphs"`
-		}{Model: j.model.name, Seed: j.seed, Steps: j.steps, Graphs: make([]json.RawMessage, len(gs))}
+			Model     string            `json:"model"`
+			Seed      uint64            `json:"seed"`
+			Steps     int               `json:"steps,omitempty"`     // absent: the model's grid
+			Condition string            `json:"condition,omitempty"` // absent: none
+			Guidance  *float64          `json:"guidance,omitempty"`  // absent: the model's
+			Graphs    []json.RawMessage `json:"graphs"`
+		}{Model: j.model.name, Seed: j.seed, Steps: j.steps, Guidance: j.guidance, Graphs: make([]json.RawMessage, len(gs))}
+		if j.cond != nil {
+			out.Condition = j.model.flow.Cond.Format(*j.cond)
+		}
 		for i, g := range gs {
 			var b bytes.Buffer
 			if err := graph.WriteNodeLink(&b, g); err != nil {
@@ -422,10 +522,20 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		status, state = http.StatusServiceUnavailable, "shutting down"
 	}
-	writeJSON(w, status, map[string]any{
+	out := map[string]any{
 		"status": state, "models": s.modelNames(), "default": s.byDefault,
 		"slots": s.lim.Slots, "running": s.running.Load(), "waiting": s.waiting.Load(),
-	})
+	}
+	conds := map[string]string{}
+	for name, m := range s.models {
+		if m.flow.Cond != nil {
+			conds[name] = m.flow.Cond.Describe()
+		}
+	}
+	if len(conds) > 0 {
+		out["conditions"] = conds
+	}
+	writeJSON(w, status, out)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
