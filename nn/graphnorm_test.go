@@ -10,7 +10,7 @@ import (
 
 func TestGraphNormValues(t *testing.T) {
 	// Two graphs: rows 0-2 and rows 3-4; channel 1 is constant in graph 0.
-	seg, err := NewSegments([]int{0, 3, 5})
+	seg, err := NewSegments([]int32{0, 0, 0, 1, 1}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +46,8 @@ func TestGraphNormBatchIndependent(t *testing.T) {
 	b := tensor.RandN(r, tensor.Float64, 3, 4)
 	tp := autograd.NoGrad()
 	defer tp.Release()
-	alone, _ := NewSegments([]int{0, 6})
-	both, _ := NewSegments([]int{0, 3, 9})
+	alone, _ := NewSegments([]int32{0, 0, 0, 0, 0, 0}, 1)
+	both, _ := NewSegments([]int32{0, 0, 0, 1, 1, 1, 1, 1, 1}, 2)
 	ya := values(gn.Forward(tp, autograd.NewConst(a), alone))
 	yb := values(gn.Forward(tp, autograd.NewConst(tensor.Concat(nil, 0, b, a)), both))
 	assertClose(t, "batched", yb[3*4:], ya, 1e-12)
@@ -55,7 +55,7 @@ func TestGraphNormBatchIndependent(t *testing.T) {
 
 func TestGraphNormGrad(t *testing.T) {
 	r := tensor.NewRNG(5)
-	seg, _ := NewSegments([]int{0, 4, 5, 9}) // a one-node graph in the middle
+	seg, _ := NewSegments([]int32{0, 0, 0, 0, 1, 2, 2, 2, 2}, 3) // a one-node graph in the middle
 	gn := NewGraphNorm(3, f64)
 	for _, p := range gn.Params() {
 		tensor.AddScaled(p.V.Value, p.V.Value, tensor.RandN(r, tensor.Float64, 3), 0.3)
@@ -72,13 +72,19 @@ func TestGraphNormGrad(t *testing.T) {
 }
 
 func TestNewSegmentsErrors(t *testing.T) {
-	for _, off := range [][]int{nil, {1, 2}, {0, 3, 2}} {
-		if _, err := NewSegments(off); err == nil {
-			t.Errorf("NewSegments(%v): no error", off)
+	for _, tc := range []struct {
+		of []int32
+		n  int
+	}{{[]int32{0, 1}, 1}, {[]int32{-1}, 2}, {nil, -1}} {
+		if _, err := NewSegments(tc.of, tc.n); err == nil {
+			t.Errorf("NewSegments(%v, %d): no error", tc.of, tc.n)
 		}
 	}
-	s, err := NewSegments([]int{0, 2, 2, 3})
-	if err != nil || s.N != 3 || len(s.Of) != 3 || s.Of[2] != 2 {
+	s, err := NewSegments([]int32{0, 0, 2}, 3) // graph 1 is empty
+	if err != nil || s.N != 3 || len(s.Of) != 3 {
 		t.Fatalf("NewSegments with an empty graph: %+v, %v", s, err)
+	}
+	if got := s.inv.Float64s(); got[0] != 0.5 || got[1] != 0 || got[2] != 1 {
+		t.Errorf("inverse sizes %v, want [0.5 0 1]", got)
 	}
 }

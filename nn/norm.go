@@ -181,40 +181,45 @@ func (d *Dropout) Train(on bool) { d.Training = on }
 func (d *Dropout) Params() []Param { return nil }
 
 // Segments assigns each row of a batch of concatenated graphs to its graph:
-// row i belongs to graph Of[i] of N. Build it once per batch with
-// NewSegments and pass it to every GraphNorm of a forward pass.
+// row i belongs to graph Of[i] of N (graph.Batch.NodeGraph and Len). Build
+// it once per batch with NewSegments and pass it to every GraphNorm of a
+// forward pass.
 type Segments struct {
 	Of []int32
 	N  int
-	// inv is (N, 1): 1/size of each graph (0 for an empty one).
-	inv *tensor.Tensor
+	// inv is (N, 1): 1/size of each graph (0 for an empty one); dev is inv
+	// in the dtype and on the backend of the last Forward.
+	inv, dev *tensor.Tensor
 }
 
-// NewSegments returns the Segments of graphs whose rows start at offsets
-// (len N+1, non-decreasing, offsets[0] = 0), as graph.Batch.NodeOffset
-// holds them.
-func NewSegments(offsets []int) (*Segments, error) {
-	if len(offsets) == 0 || offsets[0] != 0 {
-		return nil, fmt.Errorf("nn.NewSegments: offsets %v must start at 0", offsets)
+// NewSegments returns the Segments of rows that belong to graphs of[i] in
+// [0, n).
+func NewSegments(of []int32, n int) (*Segments, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("nn.NewSegments: %d graphs", n)
 	}
-	n := len(offsets) - 1
-	for g := range n {
-		if offsets[g+1] < offsets[g] {
-			return nil, fmt.Errorf("nn.NewSegments: offsets decrease at graph %d (%d > %d)", g, offsets[g], offsets[g+1])
-		}
-	}
-	of := make([]int32, offsets[n])
 	inv := make([]float64, n)
-	for g := range n {
-		lo, hi := offsets[g], offsets[g+1]
-		for i := lo; i < hi; i++ {
-			of[i] = int32(g)
+	for i, g := range of {
+		if g < 0 || int(g) >= n {
+			return nil, fmt.Errorf("nn.NewSegments: row %d in graph %d of %d", i, g, n)
 		}
-		if hi > lo {
-			inv[g] = 1 / float64(hi-lo)
+		inv[g]++
+	}
+	for g, c := range inv {
+		if c > 0 {
+			inv[g] = 1 / c
 		}
 	}
 	return &Segments{Of: of, N: n, inv: tensor.FromFloat64(inv, n, 1)}, nil
+}
+
+// invOn returns the inverse graph sizes in dtype dt on backend be,
+// converting them once per batch.
+func (s *Segments) invOn(dt tensor.DType, be tensor.Backend) *tensor.Tensor {
+	if s.dev == nil || s.dev.DType() != dt || s.dev.Backend() != be {
+		s.dev = s.inv.To(dt).On(be)
+	}
+	return s.dev
 }
 
 // GraphNorm normalises each channel over the nodes of each graph (Cai et
@@ -257,7 +262,7 @@ func (g *GraphNorm) Forward(tp *autograd.Tape, x *autograd.Var, seg *Segments) *
 	if x.Rank() != 2 || x.Dim(1) != g.C || x.Dim(0) != len(seg.Of) {
 		panic(fmt.Sprintf("nn.GraphNorm: input %v for %d rows, want (%d, %d)", x.Shape(), len(seg.Of), len(seg.Of), g.C))
 	}
-	inv := autograd.NewConst(seg.inv.To(x.DType()).On(x.Value.Backend()))
+	inv := autograd.NewConst(seg.invOn(x.DType(), x.Value.Backend()))
 	mean := tp.Mul(tp.SegmentSum(x, seg.Of, seg.N), inv)                 // (N, C)
 	xc := tp.Sub(x, tp.Gather(tp.Mul(mean, g.Alpha), seg.Of))            // (rows, C)
 	variance := tp.Mul(tp.SegmentSum(tp.Square(xc), seg.Of, seg.N), inv) // (N, C)

@@ -347,7 +347,7 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mod
 	var seg *nn.Segments
 	if m.Cfg.Norm == GraphNorm {
 		var err error
-		if seg, err = nn.NewSegments(b.NodeOffset); err != nil {
+		if seg, err = nn.NewSegments(b.NodeGraph, b.Len()); err != nil {
 			panic(fmt.Sprintf("vae.Encode: %v", err))
 		}
 	}
