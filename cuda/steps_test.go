@@ -100,7 +100,7 @@ func checkTrainingSteps(t *testing.T, b *Backend, launches func() int) {
 			before := b.MemStats()
 			x1, mask := m.batch(step)
 			tp := autograd.NewTape()
-			loss := flow.Loss(tp, m.net, m.cfg, x1, mask, tensor.NewRNG(uint64(step)))
+			loss := m.cfg.Loss(tp, m.net, x1, mask, tensor.NewRNG(uint64(step)))
 			optim.ZeroGrad(m.params)
 			tp.Backward(loss)
 			peak := b.MemStats().InUse
@@ -161,7 +161,7 @@ func checkTrainingSteps(t *testing.T, b *Backend, launches func() int) {
 			for step := range 3 {
 				x1, mask := m.batch(step)
 				tp := autograd.NewTape()
-				if err := st.Step(tp, flow.Loss(tp, m.net, m.cfg, x1, mask, tensor.NewRNG(uint64(step)))); err != nil {
+				if err := st.Step(tp, m.cfg.Loss(tp, m.net, x1, mask, tensor.NewRNG(uint64(step)))); err != nil {
 					t.Fatal(err)
 				}
 				m.ema.Update(step + 1)
@@ -190,7 +190,7 @@ func checkTrainingSteps(t *testing.T, b *Backend, launches func() int) {
 				x1.Set(math.NaN(), 0, 0, 0)
 			}
 			tp := autograd.NewTape()
-			err := st.Step(tp, flow.Loss(tp, m.net, m.cfg, x1, mask, tensor.NewRNG(7)))
+			err := st.Step(tp, m.cfg.Loss(tp, m.net, x1, mask, tensor.NewRNG(7)))
 			switch {
 			case step < 3 && err != nil:
 				t.Fatalf("step %d: %v before the flag was due", step, err)
@@ -204,7 +204,7 @@ func checkTrainingSteps(t *testing.T, b *Backend, launches func() int) {
 		x1, mask := m.batch(9)
 		x1.Set(math.Inf(1), 1, 0, 1)
 		tp := autograd.NewTape()
-		if err := st.Step(tp, flow.Loss(tp, m.net, m.cfg, x1, mask, tensor.NewRNG(7))); err != nil {
+		if err := st.Step(tp, m.cfg.Loss(tp, m.net, x1, mask, tensor.NewRNG(7))); err != nil {
 			t.Fatalf("a step with an infinity reported at once: %v", err)
 		}
 		if err := st.Check(); err == nil {
@@ -275,7 +275,7 @@ func TestEmulatedOutOfMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	sample := func() error {
-		_, err := flow.Sample(ctx, sampler, 4, flow.WithSteps(3))
+		_, err := flow.Sample(ctx, sampler, 4, flow.WithSettings(func(s *flow.Sampler) { s.Steps = 3 }))
 		return err
 	}
 	cases := []struct {

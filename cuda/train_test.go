@@ -175,11 +175,11 @@ func checkFlowTraining(t *testing.T, be tensor.Backend) {
 		t.Fatal(err)
 	}
 	const n = 10
-	want, err := flow.Sample(ctx, cpu, n, flow.WithSeed(4), flow.WithSteps(6), flow.WithBatchSize(4))
+	want, err := flow.Sample(ctx, cpu, n, flow.WithSeed(4), flow.WithSettings(func(s *flow.Sampler) { s.Steps = 6 }), flow.WithBatchSize(4))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := flow.Sample(ctx, onDev, n, flow.WithSeed(4), flow.WithSteps(6), flow.WithBatchSize(4))
+	got, err := flow.Sample(ctx, onDev, n, flow.WithSeed(4), flow.WithSettings(func(s *flow.Sampler) { s.Steps = 6 }), flow.WithBatchSize(4))
 	if err != nil {
 		t.Fatal(err)
 	}

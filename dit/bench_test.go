@@ -139,7 +139,7 @@ func BenchmarkForward(b *testing.B) {
 }
 
 // BenchmarkTrainStep times one flow-matching training step of the DiT:
-// flow.Loss with self-conditioning always on (a no-grad forward pass, then
+// flow.Config.Loss with self-conditioning always on (a no-grad forward pass, then
 // the training forward pass), backward and the AdamW update, as flow.Train
 // does it. It reports GFLOP/s (counting the backward pass as twice the
 // forward), its share of the GEMM rate, sets/s, s/op and the speed-up over
@@ -158,11 +158,11 @@ func BenchmarkTrainStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			fc := flow.Config{DiT: c.cfg, Target: flow.PredictX0, SelfCondProb: 1, BatchSize: c.sets, Steps: 1, LR: 2e-4}
+			fc := flow.Config{DiT: c.cfg, SelfCondProb: 1, BatchSize: c.sets, Steps: 1, LR: 2e-4}
 			x1, mask, _, _ := benchInputs(c)
 			step := func(i int) {
 				tp := autograd.NewTape()
-				loss := flow.Loss(tp, net, fc, x1, mask, tensor.NewRNG(uint64(i)))
+				loss := fc.Loss(tp, net, x1, mask, tensor.NewRNG(uint64(i)))
 				trainer.ZeroGrad(params)
 				tp.Backward(loss)
 				tp.Release()

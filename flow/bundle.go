@@ -9,6 +9,29 @@ import (
 	"lgflow/vae"
 )
 
+// The names of a bundle's and a training run's files, the format of a
+// recipe, and the recipe name that ignores a model's recipe.
+const (
+	// ModelFile is a bundle's flow, and in TrainOptions.Dir the sampling
+	// model with the best validation score (or the final one without
+	// validation).
+	ModelFile = "flow.safetensors"
+	// LastFile is, in TrainOptions.Dir, the sampling model (EMA weights)
+	// of the latest checkpoint.
+	LastFile = "last.safetensors"
+	// StateFile is, in TrainOptions.Dir, the resumable training state.
+	StateFile = "state.safetensors"
+	// RecipeFile is a bundle's sampling recipe (Open).
+	RecipeFile = "sampler.json"
+	// RecipeFormat is the format tag of the sampler.json files this
+	// version reads and writes (docs/bundle.md).
+	RecipeFormat = "lgflow-sampler/1"
+	// NoRecipe is the WithRecipe name that ignores a model's recipe:
+	// Sample's own defaults, the zero Sampler (a model from Load has no
+	// recipe).
+	NoRecipe = "none"
+)
+
 // Open loads the model bundle in dir: the LG-VAE (vae.safetensors), the
 // flow bound to it (ModelFile, which must have been trained in that
 // autoencoder's latent space), the sampling recipe (RecipeFile,
@@ -18,8 +41,8 @@ import (
 //	m, err := flow.Open("pretrained/planar")
 //	graphs, err := flow.Sample(ctx, m, 16, flow.WithSeed(42))
 //
-// samples with the model's best measured settings; options override them
-// one by one, and WithRecipe selects a named alternative. A directory
+// samples with the model's best measured settings; WithSettings changes
+// them one by one, and WithRecipe selects a named alternative. A directory
 // without a sampler.json opens with no recipe: Sample's own defaults, as a
 // model from Load.
 func Open(dir string) (*Model, error) { return OpenWith(dir, nil) }

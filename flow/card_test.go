@@ -1,6 +1,8 @@
 package flow_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -38,11 +40,22 @@ func TestCardValidation(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 	}
-	r, err := flow.ParseRecipe([]byte(`{"format": "lgflow-sampler/1", "card": {"validity": "tree", "data": {"file": "t.g6", "format": "g6", "train": 3, "val": 1, "nodes": [2, 5], "budget": "20m"}}}`))
+	r, err := parseRecipe(t, (`{"format": "lgflow-sampler/1", "card": {"validity": "tree", "data": {"file": "t.g6", "format": "g6", "train": 3, "val": 1, "nodes": [2, 5], "budget": "20m"}}}`))
 	if err != nil || r.Card.Validity != "tree" || r.Card.Data.Budget != "20m" || r.Card.Data.Nodes != [2]int{2, 5} {
 		t.Errorf("parsed %+v, %v", r, err)
 	}
-	if _, err := flow.ParseRecipe([]byte(`{"format": "lgflow-sampler/1", "card": {"data": {"fiel": "t.g6"}}}`)); err == nil || !strings.Contains(err.Error(), `unknown key "fiel"`) {
+	if _, err := parseRecipe(t, (`{"format": "lgflow-sampler/1", "card": {"data": {"fiel": "t.g6"}}}`)); err == nil || !strings.Contains(err.Error(), `unknown key "fiel"`) {
 		t.Errorf("an unknown key of the data: %v", err)
 	}
+}
+
+// parseRecipe reads the sampler.json text through a file, as
+// flow.LoadRecipe reads a bundle's.
+func parseRecipe(t *testing.T, text string) (*flow.Recipe, error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), flow.RecipeFile)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return flow.LoadRecipe(path)
 }

@@ -113,6 +113,11 @@ func TestLoadDamaged(t *testing.T) {
 	setMeta := func(key, value string) func(f *damage.File) {
 		return func(f *damage.File) { f.Metadata[key] = value }
 	}
+	configKeys := func(keys string) func(f *damage.File) {
+		return func(f *damage.File) {
+			f.Metadata[trainer.MetaConfig] = "{" + keys + "," + trainer.MarshalMeta(m.Cfg)[1:]
+		}
+	}
 	editConfig := func(edit func(c *flow.Config)) func(f *damage.File) {
 		return func(f *damage.File) {
 			c := m.Cfg
@@ -154,7 +159,8 @@ func TestLoadDamaged(t *testing.T) {
 		{"autoencoder with other weights", good, otherWeights, nil, []string{"different weights", "use the autoencoder the flow was trained with"}},
 		{"autoencoder with another configuration", good, otherConfig, nil, []string{"trained with LG-VAE config"}},
 		{"corrupted config JSON", write("badcfg", setMeta(trainer.MetaConfig, `{"dit": {`)), nil, nil, []string{`bad "config" metadata`}},
-		{"unknown target", write("target", editConfig(func(c *flow.Config) { c.Target = "score" })), nil, nil, []string{`unknown Target "score"`}},
+		{"velocity target", write("target", configKeys(`"target": "velocity"`)), nil, nil, []string{`target "velocity": velocity prediction was removed`}},
+		{"standardised latents", write("standardize", configKeys(`"standardize": true`)), nil, nil, []string{"standardises latents per dimension", "removed"}},
 		{"DiT config failing validation", write("heads", editConfig(func(c *flow.Config) { c.DiT.Heads = 3 })), nil, nil, []string{"not divisible by Heads"}},
 		{"DiT for another latent size", write("dim", editConfig(func(c *flow.Config) { c.DiT.Dim = 6 })), nil, nil, []string{"6-dimensional tokens", "4 dimensions"}},
 		{"corrupted latent scale", write("scale", setMeta("latent_scale", "0.5.1")), nil, nil, []string{`bad "latent_scale" metadata`}},
@@ -199,6 +205,40 @@ func TestLoadDamaged(t *testing.T) {
 				t.Errorf("rejecting the file allocated %d MB", alloc>>20)
 			}
 		})
+	}
+}
+
+// TestLoadRemovedSettings loads a checkpoint whose configuration holds
+// the settings of earlier versions at the values that change nothing for
+// sampling (x0 prediction, global scaling, and the training points of OT
+// coupling and path following, whatever their values): it loads as the
+// file without them, and the configuration written back has none of them.
+func TestLoadRemovedSettings(t *testing.T) {
+	ae := newVAE(t, vaeConfig(), 1)
+	m := untrainedFlow(t, ae)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.safetensors")
+	if err := m.Save(good, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := damage.Read(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Metadata[trainer.MetaConfig] = `{"target": "x0", "standardize": false, "ot_coupling": true, "path_lead": 0.05, "path_steps": 2,` + f.Metadata[trainer.MetaConfig][1:]
+	old := filepath.Join(dir, "old.safetensors")
+	if err := f.Write(old); err != nil {
+		t.Fatal(err)
+	}
+	l, err := flow.Load(old, ae)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Cfg != m.Cfg {
+		t.Errorf("configuration %+v, want %+v", l.Cfg, m.Cfg)
+	}
+	if s := trainer.MarshalMeta(l.Cfg); strings.Contains(s, "target") || strings.Contains(s, "ot_coupling") {
+		t.Errorf("the configuration is written with removed settings: %s", s)
 	}
 }
 

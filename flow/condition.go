@@ -38,11 +38,6 @@ type Condition struct {
 	Tolerance float64 `json:"tolerance,omitempty"`
 }
 
-// DefaultTolerance is the Condition.Tolerance that a zero value stands
-// for: a requested property may lie up to half its standard deviation
-// outside the range of the training set.
-const DefaultTolerance = 0.5
-
 // Property is one real-valued property of a Condition with its
 // standardisation and the range of the training set.
 type Property struct {

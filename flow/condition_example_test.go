@@ -5,6 +5,7 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph"
+	"lgflow/metrics"
 )
 
 // ExampleNewConditions builds the conditions of a training set from its
@@ -21,7 +22,7 @@ func ExampleNewConditions() {
 		path.MustAddEdge(u, u+1)
 	}
 	gs := []*graph.Graph{triangle, path, path}
-	props, err := flow.GraphProperties(gs, "edges", "triangles")
+	props, err := metrics.GraphProperties(gs, "edges", "triangles")
 	if err != nil {
 		panic(err)
 	}

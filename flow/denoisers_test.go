@@ -15,7 +15,7 @@ import (
 func sampleLatentsOf(t *testing.T, seed uint64) func(m *flow.Model, opts ...flow.SampleOption) []*tensor.Tensor {
 	return func(m *flow.Model, opts ...flow.SampleOption) []*tensor.Tensor {
 		t.Helper()
-		z, err := flow.SampleLatents(context.Background(), m, 4, append([]flow.SampleOption{flow.WithSeed(seed), flow.WithSteps(6)}, opts...)...)
+		z, err := flow.SampleLatents(context.Background(), m, 4, append([]flow.SampleOption{flow.WithSeed(seed), withSteps(6)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,11 +31,12 @@ func ExampleSample() {
 	if err != nil {
 		panic(err)
 	}
-	// Sizes are drawn from the node counts of the training graphs.
-	train := []*graph.Graph{graph.New(5), graph.New(5), graph.New(8)}
-	m := &flow.Model{Cfg: cfg, VAE: ae, Net: net, Scale: 1, NodeCounts: flow.NodeCountHistogram(train)}
+	// Sizes are drawn from the node counts of the training graphs: two of
+	// 5 nodes and one of 8.
+	m := &flow.Model{Cfg: cfg, VAE: ae, Net: net, Scale: 1, NodeCounts: []int{0, 0, 0, 0, 0, 2, 0, 0, 1}}
 
-	gs, err := flow.Sample(context.Background(), m, 4, flow.WithSeed(7), flow.WithSteps(20))
+	gs, err := flow.Sample(context.Background(), m, 4, flow.WithSeed(7),
+		flow.WithSettings(func(s *flow.Sampler) { s.Steps = 20 }))
 	if err != nil {
 		panic(err)
 	}
@@ -51,12 +52,13 @@ func ExampleSample() {
 	// graph 3: 8 nodes
 }
 
-// ExampleWithDecodeOptions samples graphs under a decoding constraint: an
-// untrained model decodes dense graphs (16 to 20 of 28 possible edges: none
-// of these four is a forest), and vae.WithEdgeConstraint keeps
-// each one a forest (no cycles) by dropping its least confident edges.
-// Constrained decoding is not the paper's sampler.
-func ExampleWithDecodeOptions() {
+// ExampleWithSettings samples graphs in 10 steps under a decoding
+// constraint of one's own: an untrained model decodes dense graphs (16 to
+// 20 of 28 possible edges: none of these four is a forest), and
+// vae.WithEdgeConstraint keeps each one a forest (no cycles) by dropping
+// its least confident edges. Constrained decoding is not the paper's
+// sampler.
+func ExampleWithSettings() {
 	ae, err := vae.New(vae.Config{K: 6, Latent: 4, PhiWidth: 8, Layers: 2, Width: 8, DeepSet: 4,
 		EdgeClasses: 1, Norm: vae.LayerNorm, KLWeight: 1e-6}, 1)
 	if err != nil {
@@ -73,8 +75,10 @@ func ExampleWithDecodeOptions() {
 	m := &flow.Model{Cfg: cfg, VAE: ae, Net: net, Scale: 1, NodeCounts: []int{0, 0, 0, 0, 0, 0, 0, 0, 4}}
 
 	forests := 0
-	gs, err := flow.Sample(context.Background(), m, 4, flow.WithSeed(7), flow.WithSteps(10),
-		flow.WithDecodeOptions(vae.WithEdgeConstraint(graph.IsForest)))
+	gs, err := flow.Sample(context.Background(), m, 4, flow.WithSeed(7), flow.WithSettings(func(s *flow.Sampler) {
+		s.Steps = 10
+		s.Decode = append(s.Decode, vae.WithEdgeConstraint(graph.IsForest))
+	}))
 	if err != nil {
 		panic(err)
 	}
@@ -90,8 +94,8 @@ func ExampleWithDecodeOptions() {
 
 // ExampleOpen writes a model bundle (an LG-VAE, a flow bound to it and the
 // sampling recipe, sampler.json) and opens it: flow.Sample without options
-// then samples with the recipe's settings, an option replaces one of them,
-// and flow.WithRecipe selects a named alternative. The shipped models are
+// then samples with the recipe's settings, flow.WithSettings changes some
+// of them, and flow.WithRecipe selects a named alternative. The shipped models are
 // bundles too: flow.Open("pretrained/planar").
 func ExampleOpen() {
 	dir, err := os.MkdirTemp("", "bundle")
@@ -142,7 +146,8 @@ func ExampleOpen() {
 		panic(err)
 	}
 	fmt.Println("sampled", len(gs), "graphs")
-	gs, err = flow.Sample(ctx, model, 4, flow.WithSeed(7), flow.WithSteps(10)) // 10 steps, the rest as the recipe
+	// 10 steps, the rest as the recipe.
+	gs, err = flow.Sample(ctx, model, 4, flow.WithSeed(7), flow.WithSettings(func(s *flow.Sampler) { s.Steps = 10 }))
 	if err != nil {
 		panic(err)
 	}

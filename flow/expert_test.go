@@ -11,9 +11,9 @@ import (
 	"lgflow/vae"
 )
 
-// TestExpert checks WithExpert: the expert's denoiser replaces the model's
-// exactly at the steps starting at or after its first time, and a
-// mismatched expert is refused.
+// TestExpert checks Sampler.Experts given as models (Expert.Model): the
+// expert's denoiser replaces the model's exactly at the steps starting in
+// its band, and a mismatched expert is refused.
 func TestExpert(t *testing.T) {
 	f := getFixture(t)
 	m := f.model
@@ -24,24 +24,27 @@ func TestExpert(t *testing.T) {
 	if sameLatents(plain, alone) {
 		t.Fatal("the two denoisers sample the same latents")
 	}
+	experts := func(es ...flow.Expert) flow.SampleOption {
+		return flow.WithSettings(func(s *flow.Sampler) { s.Experts = es })
+	}
 	// The grid's steps start at 0.01 and end with the jump from 0.95: an
 	// expert from 1 is never used, one from before 0.01 at every step.
-	if !sameLatents(plain, latents(m, flow.WithExpert(&expert, 1))) {
+	if !sameLatents(plain, latents(m, withExpert(&expert, 1))) {
 		t.Error("an expert from time 1 changed the samples")
 	}
-	if !sameLatents(alone, latents(m, flow.WithExpert(&expert, 0.005))) {
+	if !sameLatents(alone, latents(m, withExpert(&expert, 0.005))) {
 		t.Error("an expert used at every step does not sample what it samples alone")
 	}
-	if !sameLatents(plain, latents(m, flow.WithExpert(m, 0.5))) {
+	if !sameLatents(plain, latents(m, withExpert(m, 0.5))) {
 		t.Error("the model as its own expert changed the samples")
 	}
 	// From 0.96 no step starts late enough; from 0.95 the final jump is
 	// the expert's.
-	if !sameLatents(plain, latents(m, flow.WithExpert(&expert, 0.96))) {
+	if !sameLatents(plain, latents(m, withExpert(&expert, 0.96))) {
 		t.Error("an expert from 0.96 changed samples whose last step starts at 0.95")
 	}
-	late := latents(m, flow.WithExpert(&expert, 0.95))
-	mid := latents(m, flow.WithExpert(&expert, 0.5))
+	late := latents(m, withExpert(&expert, 0.95))
+	mid := latents(m, withExpert(&expert, 0.5))
 	for _, z := range [][]*tensor.Tensor{late, mid} {
 		if sameLatents(z, plain) || sameLatents(z, alone) {
 			t.Error("an expert for part of the path gives the samples of one denoiser")
@@ -52,21 +55,25 @@ func TestExpert(t *testing.T) {
 			t.Errorf("graph %d: latents with an expert are not finite", i)
 		}
 	}
-	// Several experts: the one with the latest first time not after a
-	// step's start takes it, whatever the order they are given in.
+	// Several experts, each in its band, whatever the order they are
+	// given in.
 	third, _, _ := otherDenoisers(t, m, 78)
-	both := latents(m, flow.WithExpert(&expert, 0.5), flow.WithExpert(&third, 0.95))
-	if !sameLatents(both, latents(m, flow.WithExpert(&third, 0.95), flow.WithExpert(&expert, 0.5))) {
+	both := latents(m, experts(flow.Expert{Model: &expert, From: 0.5, Until: 0.95}, flow.Expert{Model: &third, From: 0.95}))
+	if !sameLatents(both, latents(m, experts(flow.Expert{Model: &third, From: 0.95}, flow.Expert{Model: &expert, From: 0.5, Until: 0.95}))) {
 		t.Error("the order of two experts changed the samples")
 	}
-	if sameLatents(both, mid) || sameLatents(both, latents(m, flow.WithExpert(&third, 0.95))) {
+	if sameLatents(both, mid) || sameLatents(both, latents(m, withExpert(&third, 0.95))) {
 		t.Error("a second expert changed nothing")
 	}
-	if !sameLatents(mid, latents(m, flow.WithExpert(&expert, 0.5), flow.WithExpert(&third, 1))) {
+	if !sameLatents(mid, latents(m, experts(flow.Expert{Model: &expert, From: 0.5, Until: 1}, flow.Expert{Model: &third, From: 1}))) {
 		t.Error("an expert from time 1 beside another changed the samples")
 	}
-	if !sameLatents(plain, latents(m, flow.WithExpert(&expert, 0.005), flow.WithExpert(m, 0.01))) {
-		t.Error("the model as an expert from the first step did not take every step")
+	// A band that ends hands the steps back to the flow's own denoiser.
+	if !sameLatents(plain, latents(m, experts(flow.Expert{Model: &expert, From: 0.005, Until: 0.01}))) {
+		t.Error("an expert whose band ends before the first step took a step")
+	}
+	if !sameLatents(late, latents(m, experts(flow.Expert{Model: &expert, From: 0.95, Until: 1}))) {
+		t.Error("a band until 1 is not a band to the end")
 	}
 
 	otherSpace := expert
@@ -80,15 +87,16 @@ func TestExpert(t *testing.T) {
 		opts []flow.SampleOption
 		want string
 	}{
-		{"first time 0", []flow.SampleOption{flow.WithExpert(&expert, 0)}, "first time"},
-		{"first time after 1", []flow.SampleOption{flow.WithExpert(&expert, 1.5)}, "first time"},
-		{"NaN first time", []flow.SampleOption{flow.WithExpert(&expert, math.NaN())}, "first time"},
-		{"other latent scale", []flow.SampleOption{flow.WithExpert(&other, 0.9)}, "latent scaling"},
-		{"other denoiser shape", []flow.SampleOption{flow.WithExpert(&wide, 0.9)}, "denoiser shape"},
-		{"no denoiser", []flow.SampleOption{flow.WithExpert(&flow.Model{}, 0.9)}, "denoiser shape"},
-		{"nil expert", []flow.SampleOption{flow.WithExpert(nil, 0.9)}, "denoiser shape"},
-		{"other latent space", []flow.SampleOption{flow.WithExpert(&otherSpace, 0.9)}, "latent space"},
-		{"two experts from the same time", []flow.SampleOption{flow.WithExpert(&expert, 0.9), flow.WithExpert(m, 0.9)}, "two experts from time 0.9"},
+		{"first time 0", []flow.SampleOption{withExpert(&expert, 0)}, "from: 0 is outside (0, 1]"},
+		{"first time after 1", []flow.SampleOption{withExpert(&expert, 1.5)}, "from: 1.5 is outside"},
+		{"NaN first time", []flow.SampleOption{withExpert(&expert, math.NaN())}, "from: NaN"},
+		{"other latent scale", []flow.SampleOption{withExpert(&other, 0.9)}, "latent scaling"},
+		{"other denoiser shape", []flow.SampleOption{withExpert(&wide, 0.9)}, "denoiser shape"},
+		{"no denoiser", []flow.SampleOption{withExpert(&flow.Model{}, 0.9)}, "denoiser shape"},
+		{"neither model nor file", []flow.SampleOption{withExpert(nil, 0.9)}, "not a file name in the bundle"},
+		{"a file the model lacks", []flow.SampleOption{experts(flow.Expert{File: "expert.safetensors", From: 0.9})}, "not part of the model"},
+		{"other latent space", []flow.SampleOption{withExpert(&otherSpace, 0.9)}, "latent space"},
+		{"overlapping bands", []flow.SampleOption{experts(flow.Expert{Model: &expert, From: 0.9}, flow.Expert{Model: m, From: 0.9})}, "inside the band"},
 	} {
 		if _, err := flow.SampleLatents(ctx, m, 2, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)

@@ -4,10 +4,10 @@
 //
 // Time runs from t = 0 (noise x0 ~ N(0, I)) to t = 1 (data x1 = s·z, with
 // z the LG-VAE latents and s a global scale), along x_t = (1-t)x0 + t·x1.
-// By default the network predicts the noise x0 and is trained with the
-// 1/max(t, 0.1) weighting of the reference implementation (equal to the
-// velocity loss for t >= 0.1); velocity prediction is an option. Training
-// times are logit-normal, mixed 2% with uniform, in [0.01, 0.99].
+// The network predicts the noise x0 and is trained with the 1/max(t, 0.1)
+// weighting of the reference implementation (equal to the velocity loss
+// for t >= 0.1). Training times are logit-normal, mixed 2% with uniform,
+// in [0.01, 0.99].
 // Self-conditioning feeds the previous x0 prediction back as input.
 //
 // A trained Model holds everything sampling needs: the EMA weights of the
@@ -17,10 +17,12 @@
 // Trained models travel as bundles: a directory with the LG-VAE, the flow,
 // its expert denoisers and sampler.json, the sampling recipe chosen for
 // them (Recipe; docs/bundle.md). Open loads one, and Sample without options
-// then samples with the recipe; options replace its settings one by one:
+// then samples with the recipe; WithRecipe picks a named alternative and
+// WithSettings changes single settings:
 //
 //	m, err := flow.Open("pretrained/planar")
 //	graphs, err := flow.Sample(ctx, m, 16, flow.WithSeed(42))
+//	graphs, err = flow.Sample(ctx, m, 16, flow.WithSettings(func(s *flow.Sampler) { s.Steps = 100 }))
 //
 // A conditional flow, trained with a label or property values per graph
 // (Latents.Cond, NewConditions), samples graphs of a requested label or
@@ -41,6 +43,7 @@
 package flow
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -54,20 +57,38 @@ import (
 	"lgflow/vae"
 )
 
-// Target is what the denoiser predicts.
-type Target string
-
+// Sample's defaults where neither the sampler (Sampler) nor an option
+// sets a value, the defaults of training, and the limit of a recipe.
 const (
-	// PredictX0 predicts the noise x0 (the reference's choice, default).
-	PredictX0 Target = "x0"
-	// PredictVelocity predicts the velocity x1 - x0.
-	PredictVelocity Target = "velocity"
+	// DefaultSteps is the number of integration steps.
+	DefaultSteps = 100
+	// DefaultBatchSize is the number of graphs integrated together.
+	DefaultBatchSize = 256
+	// DefaultFinalJump is the final jump's time (Sampler.FinalJump).
+	DefaultFinalJump = 0.95
+	// DefaultExpertFrom is the expert's first time that lgflow sample and
+	// the pipeline use unless told otherwise, chosen with the shipped
+	// planar flow and its expert on the validation split
+	// (docs/results.md): with the default grid and final jump the expert
+	// makes the one evaluation at t = 0.95, the jump to the data.
+	DefaultExpertFrom = 0.95
+	// DefaultCondDrop is the condition dropout of a conditional flow
+	// whose Config.CondDrop is 0, the usual choice for classifier-free
+	// guidance.
+	DefaultCondDrop = 0.1
+	// DefaultTolerance is the Condition.Tolerance that a zero value
+	// stands for: a requested property may lie up to half its standard
+	// deviation outside the range of the training set.
+	DefaultTolerance = 0.5
+	// MaxGuidanceScale is the largest guidance scale a recipe may set:
+	// far beyond where classifier-free guidance stops helping (1 to a
+	// few), so a larger one is a mistake, not a setting.
+	MaxGuidanceScale = 100
 )
 
 // Config is the recipe of an LG-Flow model and its training.
 type Config struct {
-	DiT    dit.Config `json:"dit"`
-	Target Target     `json:"target"`
+	DiT dit.Config `json:"dit"`
 	// SelfCondProb is the probability that a training batch uses
 	// self-conditioning (0.5).
 	SelfCondProb float64 `json:"self_cond_prob"`
@@ -80,7 +101,7 @@ type Config struct {
 	// TimeStd is the scale s of the logit-normal training-time
 	// distribution, t = sigmoid(m + s·u) (0 means 1, the reference). A
 	// small s concentrates training on a narrow band of times: the shipped
-	// planar data-end expert (WithExpert), evaluated only from t = 0.95
+	// planar data-end expert (Expert), evaluated only from t = 0.95
 	// on, trained with m = 3.05 and s = 0.35 (t ≈ 0.93-0.96).
 	TimeStd float64 `json:"time_std,omitempty"`
 	// DecoderWeight adds, with this weight, the frozen LG-VAE decoder's
@@ -89,34 +110,9 @@ type Config struct {
 	// training graph) to the flow-matching loss: the denoiser then learns
 	// what the decoder needs of its estimate, which the latents' squared
 	// error weighs equally in every direction. It is meant for a data-end
-	// expert (WithExpert, trained with TimeMean ≈ 3), whose one-step
+	// expert (Expert, trained with TimeMean ≈ 3), whose one-step
 	// estimates become the samples. 0 (the reference): flow matching alone.
 	DecoderWeight float64 `json:"decoder_weight,omitempty"`
-	// PathLead, when positive, trains on the states a frozen flow's
-	// sampler reaches (TrainOptions.Path) instead of points of the
-	// straight path: each training point at time t is the state the path
-	// flow's Euler steps (PathSteps of them) bring the straight path's
-	// point at t - PathLead to, and the target is the one that gives back
-	// the training graph's latents from it. A data-end expert trained so
-	// learns to undo the errors the flow before it makes on the way (its
-	// exposure bias), not only the noise. 0 (the reference): the straight
-	// path.
-	PathLead  float64 `json:"path_lead,omitempty"`
-	PathSteps int     `json:"path_steps,omitempty"`
-	// Standardize makes the flow work on per-dimension standardised
-	// latents, (z - mean)/std with the statistics of the training latents
-	// (stored with the model), instead of the reference's one global
-	// scale s·z. With one scale, latent dimensions of small spread carry
-	// little signal next to the noise until the very end of the path.
-	Standardize bool `json:"standardize,omitempty"`
-	// OTCoupling pairs each training graph's noise tokens with its data
-	// tokens by a minimal-cost assignment (squared distance) before
-	// forming the path, instead of at random. The denoiser is
-	// permutation-equivariant, so this changes no distribution the model
-	// sees except the pairing: the paths get shorter and straighter, and
-	// fewer sampler steps follow them well (equivariant optimal-transport
-	// flow matching). false (the reference) pairs at random.
-	OTCoupling bool `json:"ot_coupling,omitempty"`
 	// BucketBySize makes each training batch hold graphs of similar node
 	// counts (trainer.BatchesBySize) instead of random ones: the same
 	// epochs with less padding, much faster for datasets of very different
@@ -165,8 +161,6 @@ func (c Config) Validate() error {
 		return err
 	}
 	switch {
-	case c.Target != PredictX0 && c.Target != PredictVelocity:
-		return fmt.Errorf("flow: unknown Target %q (want x0 or velocity)", c.Target)
 	case c.BatchSize <= 0 || c.Steps <= 0:
 		return fmt.Errorf("flow: BatchSize and Steps must be positive (got %d, %d)", c.BatchSize, c.Steps)
 	case c.SelfCondProb < 0 || c.SelfCondProb > 1:
@@ -183,19 +177,39 @@ func (c Config) Validate() error {
 		return fmt.Errorf("flow: DecoderWeight must be finite and not negative, got %g", c.DecoderWeight)
 	case !(c.TimeStd >= 0) || math.IsInf(c.TimeStd, 0):
 		return fmt.Errorf("flow: TimeStd must be finite and not negative, got %g", c.TimeStd)
-	case !(c.PathLead >= 0 && c.PathLead < 1):
-		return fmt.Errorf("flow: PathLead must be in [0, 1), got %g", c.PathLead)
-	case c.PathSteps < 0 || (c.PathLead > 0) != (c.PathSteps > 0):
-		return fmt.Errorf("flow: PathSteps must be positive with a PathLead and 0 without (got %d, lead %g)", c.PathSteps, c.PathLead)
 	case !(c.CondDrop < 1) || math.IsInf(c.CondDrop, 0):
 		return fmt.Errorf("flow: CondDrop must be below 1 (0: %g, negative: none), got %g", DefaultCondDrop, c.CondDrop)
 	}
 	return nil
 }
 
-// DefaultCondDrop is the condition dropout of a conditional flow whose
-// Config.CondDrop is 0, the usual choice for classifier-free guidance.
-const DefaultCondDrop = 0.1
+// UnmarshalJSON decodes a configuration, also one written by an earlier
+// version with settings since removed (issue #46; docs/results.md has the
+// evidence): "target" "x0" (the noise prediction every flow makes),
+// "standardize" false, and the training-only "ot_coupling", "path_lead"
+// and "path_steps", whatever their values (they chose the training
+// points, which a resumed run may change, not the model). Velocity
+// prediction and standardised latents, which would change what the
+// denoiser's outputs mean, are errors.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	type plain Config
+	var v struct {
+		plain
+		Target      *string `json:"target"`
+		Standardize bool    `json:"standardize"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch {
+	case v.Target != nil && *v.Target != "x0":
+		return fmt.Errorf("flow: the configuration's target %q: velocity prediction was removed; lgflow's flows predict the noise x0 (a flow of another target cannot be sampled)", *v.Target)
+	case v.Standardize:
+		return errors.New("flow: the configuration standardises latents per dimension (standardize), which was removed; lgflow's flows scale them globally")
+	}
+	*c = Config(v.plain)
+	return nil
+}
 
 // condDrop returns the probability of dropping a training graph's
 // condition (Config.CondDrop).
@@ -221,7 +235,7 @@ func Preset(name string, latentDim int) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("flow: unknown preset %q (want cpu, T, S, B or tiny)", name)
 	}
-	c := Config{DiT: d, Target: PredictX0, SelfCondProb: 0.5, SampleLatents: true,
+	c := Config{DiT: d, SelfCondProb: 0.5, SampleLatents: true,
 		BatchSize: 256, Steps: 500000, LR: 2e-4, WeightDecay: 1e-12, Beta1: 0.9, Beta2: 0.95,
 		EMABeta: 0.9999, EMAAfter: 1000, ValEvery: 5000, ValSamples: 256, ValSteps: 100, CheckpointEvery: 1000}
 	switch name {
@@ -244,12 +258,8 @@ type Model struct {
 	VAE *vae.Model
 	// Net holds the EMA weights used for sampling.
 	Net *dit.Model
-	// Scale is the latent scale s: the network works on s·z (1 with
-	// Config.Standardize).
+	// Scale is the latent scale s: the network works on s·z.
 	Scale float64
-	// Mean and Std are the per-dimension statistics of Config.Standardize:
-	// the network works on (z - Mean)/Std. nil without it.
-	Mean, Std []float64
 	// NodeCounts[n] is the number of training graphs with n nodes; sampled
 	// graphs draw their sizes from this histogram.
 	NodeCounts []int
@@ -270,8 +280,6 @@ type Model struct {
 // Metadata keys of a flow checkpoint.
 const (
 	metaScale      = "latent_scale"
-	metaMean       = "latent_mean"
-	metaStd        = "latent_std"
 	metaNodeCounts = "node_counts"
 	metaVAEConfig  = "vae_config"
 	metaVAEPrint   = "vae_fingerprint"
@@ -294,9 +302,6 @@ func (m *Model) Save(path string, extra map[string]string) error {
 		metaVAEPrint:       nn.Fingerprint(m.VAE),
 		metaEncPrint:       m.VAE.EncoderFingerprint(),
 	}
-	if m.Mean != nil {
-		meta[metaMean], meta[metaStd] = trainer.MarshalMeta(m.Mean), trainer.MarshalMeta(m.Std)
-	}
 	if m.Cond != nil {
 		meta[metaCondition] = trainer.MarshalMeta(m.Cond)
 	}
@@ -317,15 +322,15 @@ func Load(path string, ae *vae.Model) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := FromFile(f, ae)
+	m, err := fromFile(f, ae)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
 }
 
-// FromFile builds a Model from decoded safetensors contents.
-func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
+// fromFile builds a Model from decoded safetensors contents.
+func fromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	if k := f.Metadata[trainer.MetaKind]; k != kindFlow {
 		return nil, fmt.Errorf("not an LG-Flow checkpoint (kind %q)", k)
 	}
@@ -364,17 +369,6 @@ func FromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 	}
 	if m.Scale <= 0 {
 		return nil, fmt.Errorf("latent scale %g is not positive", m.Scale)
-	}
-	if m.Cfg.Standardize {
-		if err := trainer.UnmarshalMeta(f.Metadata, metaMean, &m.Mean); err != nil {
-			return nil, err
-		}
-		if err := trainer.UnmarshalMeta(f.Metadata, metaStd, &m.Std); err != nil {
-			return nil, err
-		}
-	}
-	if err := m.checkNorm(ae.Cfg.Latent); err != nil {
-		return nil, err
 	}
 	if _, ok := f.Metadata[metaCondition]; ok || m.Cfg.DiT.Conditional() {
 		if !m.Cfg.DiT.Conditional() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -28,7 +27,7 @@ func TestEndpointPerturbation(t *testing.T) {
 		}
 	}
 	dist := func(tMin, tMax float64, seed uint64) float64 {
-		p, err := m.EndpointPerturbation(tMin, tMax, 3, flow.WithFinalJump(0.995))
+		p, err := m.EndpointPerturbation(tMin, tMax, 3, flow.Sampler{FinalJump: 0.995})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,16 +69,17 @@ func TestEndpointPerturbation(t *testing.T) {
 	}{
 		{0, 0.5, 3, "tMin"}, {0.6, 0.5, 3, "tMin"}, {0.5, 1, 3, "tMin"}, {0.5, 0.6, 0, "step"},
 	} {
-		if _, err := m.EndpointPerturbation(tc.tMin, tc.tMax, tc.steps); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := m.EndpointPerturbation(tc.tMin, tc.tMax, tc.steps, flow.Sampler{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("EndpointPerturbation(%g, %g, %d): error %v, want one mentioning %q", tc.tMin, tc.tMax, tc.steps, err, tc.want)
 		}
 	}
-	for _, opt := range []flow.SampleOption{flow.WithExpert(&flow.Model{}, 0.9), flow.WithGuidance(&flow.Model{}, 1)} {
-		if _, err := m.EndpointPerturbation(0.5, 0.9, 2, opt); err == nil || !strings.Contains(err.Error(), "denoiser shape") {
-			t.Errorf("EndpointPerturbation with a denoiser of another shape: error %v", err)
-		}
+	if _, err := m.EndpointPerturbation(0.5, 0.9, 2, flow.Sampler{Experts: []flow.Expert{{Model: &flow.Model{}, From: 0.9}}}); err == nil || !strings.Contains(err.Error(), "denoiser shape") {
+		t.Errorf("EndpointPerturbation with a denoiser of another shape: error %v", err)
 	}
-	p, err := m.EndpointPerturbation(0.5, 0.9, 2)
+	if _, err := m.EndpointPerturbation(0.5, 0.9, 2, flow.Sampler{Temperature: -1}); err == nil || !strings.Contains(err.Error(), "temperature") {
+		t.Errorf("EndpointPerturbation with invalid settings: error %v", err)
+	}
+	p, err := m.EndpointPerturbation(0.5, 0.9, 2, flow.Sampler{FinalJump: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,60 +128,5 @@ func TestEndpointPerturbation(t *testing.T) {
 	}
 	if _, err := vae.Train(context.Background(), f.ae.Cfg, tc, f.data, nil, vae.TrainOptions{Init: f.ae, FreezeEncoder: true, Perturb: bad}); err == nil || !strings.Contains(err.Error(), "shape") {
 		t.Errorf("a perturbation of the wrong shape: error %v", err)
-	}
-}
-
-// TestTrainOTCoupling trains the fixture's flow briefly with OTCoupling: the
-// loss must be finite and the option must change the run.
-func TestTrainOTCoupling(t *testing.T) {
-	f := getFixture(t)
-	cfg := f.cfg
-	cfg.Steps, cfg.OTCoupling = 20, true
-	var losses []float64
-	_, err := flow.Train(context.Background(), cfg, f.ae, f.data, f.lat, flow.TrainOptions{LogEvery: 1,
-		Progress: func(p flow.Progress) { losses = append(losses, p.Loss) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, l := range losses {
-		if math.IsNaN(l) || math.IsInf(l, 0) {
-			t.Fatalf("step %d: loss %v", i, l)
-		}
-		if i < len(f.losses) && l == f.losses[i] && i > 0 {
-			t.Fatalf("step %d: the same loss as without coupling", i)
-		}
-	}
-}
-
-// TestTrainStandardize trains the fixture's flow briefly with Standardize:
-// the statistics are stored, survive Save and Load, and sampling works.
-func TestTrainStandardize(t *testing.T) {
-	f := getFixture(t)
-	cfg := f.cfg
-	cfg.Steps, cfg.Standardize = 20, true
-	m, err := flow.Train(context.Background(), cfg, f.ae, f.data, f.lat, flow.TrainOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Mean) != f.ae.Cfg.Latent || len(m.Std) != f.ae.Cfg.Latent || m.Scale != 1 {
-		t.Fatalf("mean %v, std %v, scale %v", m.Mean, m.Std, m.Scale)
-	}
-	path := filepath.Join(t.TempDir(), "flow.safetensors")
-	if err := m.Save(path, nil); err != nil {
-		t.Fatal(err)
-	}
-	l, err := flow.Load(path, f.ae)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := range m.Mean {
-		if l.Mean[k] != m.Mean[k] || l.Std[k] != m.Std[k] {
-			t.Fatalf("dimension %d: loaded (%g, %g), saved (%g, %g)", k, l.Mean[k], l.Std[k], m.Mean[k], m.Std[k])
-		}
-	}
-	a := sample(t, m, 4, flow.WithSeed(3))
-	b := sample(t, l, 4, flow.WithSeed(3))
-	if !slices.Equal(a, b) {
-		t.Error("the loaded model samples other graphs")
 	}
 }

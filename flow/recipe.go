@@ -2,6 +2,7 @@ package flow
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,24 +17,6 @@ import (
 	"lgflow/graph/planar"
 	"lgflow/internal/atomicfile"
 	"lgflow/vae"
-)
-
-// RecipeFile is the name of a bundle's sampling recipe (Open).
-const RecipeFile = "sampler.json"
-
-// RecipeFormat is the format tag of the sampler.json files this version
-// reads and writes (docs/bundle.md).
-const RecipeFormat = "lgflow-sampler/1"
-
-// NoRecipe is the WithRecipe name that ignores a model's recipe: Sample's
-// own defaults, the paper's sampler (a model from Load has no recipe).
-const NoRecipe = "none"
-
-// DefaultSteps and DefaultBatchSize are Sample's number of steps and batch
-// size where neither the recipe nor an option sets them.
-const (
-	DefaultSteps     = 100
-	DefaultBatchSize = 256
 )
 
 // Recipe is a bundle's sampling recipe, the contents of its sampler.json
@@ -83,11 +66,13 @@ type Card struct {
 	Data *Data `json:"data,omitempty"`
 }
 
-// ValidityRules are the names Card.Validity takes.
-var ValidityRules = []string{"planar", "tree", "dag", "connected", "molecule", "none"}
-
-// Outputs are the names Card.Output takes.
-var Outputs = []string{"g6", "nodelink", "smiles"}
+// The names a card's rules take.
+var (
+	// ValidityRules are the names Card.Validity takes.
+	ValidityRules = []string{"planar", "tree", "dag", "connected", "molecule", "none"}
+	// Outputs are the names Card.Output takes.
+	Outputs = []string{"g6", "nodelink", "smiles"}
+)
 
 // Data describes the training data of a model trained by lgflow train
 // from a file of graphs.
@@ -121,41 +106,52 @@ type Data struct {
 
 // Sampler are the settings of one sampling recipe. The zero value is
 // Sample's defaults, the paper's sampler with the final jump at
-// DefaultFinalJump; each field's zero value means "Sample's default".
+// DefaultFinalJump; each field's zero value means "Sample's default". The
+// paper's reference sampler is Grid "random" with FinalJump 1.
 type Sampler struct {
-	// Steps is the number of integration steps (WithSteps; 0: DefaultSteps).
+	// Steps is the number of integration steps (0: DefaultSteps).
 	Steps int `json:"steps,omitempty"`
-	// Grid is "uniform" (the default) or "random" (WithRandomGrid).
+	// Grid is "uniform" (the default, from 0.01 to 1) or "random", the
+	// reference implementation's grid: sorted logit-normal draws clamped
+	// to [0.02, 1] between 0.01 and 1 (clamped to the jump's time with a
+	// final jump).
 	Grid string `json:"grid,omitempty"`
-	// TimeShift warps the uniform grid (WithTimeShift; 0: none).
+	// TimeShift warps the uniform grid by t = s·u/(1 + (s-1)·u), u the
+	// uniform fraction of the integrated interval (0 or 1: none). s > 1
+	// makes the steps near the noise longer and those near the data
+	// shorter (by s at either end), where a flow's latents get their
+	// final precision.
 	TimeShift float64 `json:"time_shift,omitempty"`
-	// FinalJump is the final jump's time (WithFinalJump; 0:
-	// DefaultFinalJump; 1: none).
+	// FinalJump integrates the ODE from 0.01 only to this time with
+	// Steps-1 Euler steps and then outputs the denoiser's data estimate
+	// there, a single final step to 1 (0: DefaultFinalJump; 1: none, the
+	// reference). A small flow's velocity is least accurate near the data
+	// end, which training visits rarely, and its one-step estimate there
+	// beats many small biased steps (docs/results.md, session 4).
 	FinalJump float64 `json:"final_jump,omitempty"`
-	// Method is the integrator (WithMethod; "": Euler).
-	Method Method `json:"method,omitempty"`
-	// Offsets are the denoiser's time offsets (WithTimeOffsets).
+	// Offsets are the denoiser's time offsets (zero: none).
 	Offsets TimeOffsets `json:"time_offsets,omitzero"`
-	// Stochasticity is WithStochasticity's eta (0: the deterministic ODE).
-	Stochasticity float64 `json:"stochasticity,omitempty"`
-	// Temperature scales the initial noise (WithTemperature; 0: 1).
+	// Temperature scales the initial noise (0: 1, the reference). Below 1
+	// the samples start closer to the mode of the prior: more often valid,
+	// less diverse.
 	Temperature float64 `json:"temperature,omitempty"`
-	// BatchSize is the number of graphs integrated together
-	// (WithBatchSize; 0: DefaultBatchSize). With a seed, it is part of
-	// what decides the graphs.
+	// BatchSize is the number of graphs integrated together (0:
+	// DefaultBatchSize; WithBatchSize replaces it). With a seed, it is
+	// part of what decides the graphs.
 	BatchSize int `json:"batch_size,omitempty"`
-	// Experts are expert denoisers of the bundle and their time bands
-	// (WithExpert).
+	// Experts are expert denoisers and their time bands (none: the flow's
+	// own denoiser throughout).
 	Experts []Expert `json:"experts,omitempty"`
 	// EdgeRule is the decoder's rule for undirected edges, "or", "and" or
-	// "mean" (WithEdgeRule; "": or).
+	// "mean" (vae.ParseEdgeRule; "": or, the reference's).
 	EdgeRule string `json:"edge_rule,omitempty"`
-	// EdgeMargin replaces the LG-VAE's edge margin (WithEdgeMargin; nil:
-	// the decoder's default).
+	// EdgeMargin replaces the LG-VAE's edge margin (vae.WithEdgeMargin;
+	// nil: the LG-VAE's Config.EdgeMargin): a larger margin decodes fewer
+	// spurious edges and more missing ones.
 	EdgeMargin *float64 `json:"edge_margin,omitempty"`
-	// Constraints decode under constraints, valid by construction there
-	// (WithDecodeOptions): "planar", "forest" and "dag" keep each decoded
-	// graph so (vae.WithEdgeConstraint), "tree" decodes spanning trees
+	// Constraints decode under constraints, valid by construction there:
+	// "planar", "forest" and "dag" keep each decoded graph so
+	// (vae.WithEdgeConstraint), "tree" decodes spanning trees
 	// (vae.WithSpanningTree), "connected" joins components
 	// (vae.WithConnected).
 	Constraints []string `json:"constraints,omitempty"`
@@ -169,26 +165,54 @@ type Sampler struct {
 	// (vae.WithEdgeFill); nil: no fill.
 	Fill *float64 `json:"fill,omitempty"`
 	// GuidanceScale is the classifier-free guidance scale of sampling
-	// under a condition (WithGuidanceScale), for a conditional model
-	// (Model.Cond); nil: Sample's default, 1. 0 is a setting of its own,
-	// unconditional sampling, hence the pointer. At most
+	// under a condition (WithGuidanceScale replaces it), for a conditional
+	// model (Model.Cond); nil: Sample's default, 1. 0 is a setting of its
+	// own, unconditional sampling, hence the pointer. At most
 	// MaxGuidanceScale.
 	GuidanceScale *float64 `json:"guidance_scale,omitempty"`
+	// Decode are further LG-VAE decode options, applied after the ones
+	// above (for example vae.WithEdgeConstraint with a property of one's
+	// own). sampler.json cannot hold them: Recipe.Save refuses them.
+	Decode []vae.DecodeOption `json:"-"`
 }
 
-// MaxGuidanceScale is the largest guidance scale a recipe may set: far
-// beyond where classifier-free guidance stops helping (1 to a few), so
-// a larger one is a mistake, not a setting.
-const MaxGuidanceScale = 100
-
-// Expert is an expert denoiser of a bundle and the times it is used at:
-// from From on until Until (0: to the end), where the flow's own denoiser
-// takes over again.
+// Expert is an expert denoiser and the times it is used at: from From on
+// until Until (0: to the end), where the flow's own denoiser takes over
+// again. An expert is a second denoiser trained for part of the path, for
+// example the data end (fine-tuned from the flow with training times
+// concentrated there, lgflow train-flow -time-mean 3), as in ensembles of
+// expert denoisers (eDiff-I, Balaji et al. 2022); a step costs what it
+// costs without one. A step uses the expert whose band holds the step's
+// start time, the final jump's estimate included. An expert must share
+// the model's latent space and scaling and its denoiser shape; its
+// self-conditioning input is the previous step's prediction, whichever
+// denoiser made it.
 type Expert struct {
-	// File is the expert's checkpoint, a file name in the bundle.
+	// File is the expert's checkpoint, a file name in the model's bundle
+	// (Open loads the experts its recipe names).
 	File  string  `json:"file"`
 	From  float64 `json:"from"`
 	Until float64 `json:"until,omitempty"`
+	// Model, when not nil, is the expert itself, a flow the caller loaded
+	// (Load) instead of a file of the bundle; File then only names it in
+	// descriptions. sampler.json cannot hold it: Recipe.Save refuses it.
+	Model *Model `json:"-"`
+}
+
+// clone returns a copy of s that shares no slice or pointer with it.
+func (s Sampler) clone() Sampler {
+	c := s
+	c.Experts = slices.Clone(s.Experts)
+	c.Constraints = slices.Clone(s.Constraints)
+	c.Complete = slices.Clone(s.Complete)
+	c.Decode = slices.Clone(s.Decode)
+	for _, p := range []**float64{&c.EdgeMargin, &c.Fill, &c.GuidanceScale} {
+		if *p != nil {
+			v := **p
+			*p = &v
+		}
+	}
+	return c
 }
 
 // edgeProperties are the graph properties that constraints keep and
@@ -211,17 +235,33 @@ func (r *Recipe) Validate() error {
 	if err := r.Card.validate(); err != nil {
 		return fmt.Errorf("card.%w", err)
 	}
-	if err := r.Sampler.validate(); err != nil {
+	if err := r.Sampler.storable(); err != nil {
 		return fmt.Errorf("sampler.%w", err)
 	}
 	for _, name := range sortedKeys(r.Alternatives) {
 		if !validName(name) || name == NoRecipe {
 			return fmt.Errorf("alternatives: %q is no name for an alternative (lower-case letters, digits, - and _; not %q)", name, NoRecipe)
 		}
-		s := r.Alternatives[name]
-		if err := s.validate(); err != nil {
+		if err := r.Alternatives[name].storable(); err != nil {
 			return fmt.Errorf("alternatives.%s.%w", name, err)
 		}
+	}
+	return nil
+}
+
+// storable is validate for the settings of a recipe, which sampler.json
+// holds: experts that are files of the bundle and no decode options.
+func (s Sampler) storable() error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	for i, e := range s.Experts {
+		if e.Model != nil {
+			return fmt.Errorf("experts[%d]: an expert given as a model (Expert.Model), not a file of the bundle", i)
+		}
+	}
+	if len(s.Decode) > 0 {
+		return errors.New("decode: decode options of one's own (Sampler.Decode) cannot be written to a recipe")
 	}
 	return nil
 }
@@ -293,20 +333,12 @@ func (s Sampler) validate() error {
 		return errors.New("time_shift: a time shift warps the uniform grid, not the random one")
 	case s.FinalJump != 0 && !(s.FinalJump > 0.01 && s.FinalJump <= 1):
 		return fmt.Errorf("final_jump: %g is outside (0.01, 1] (0: %g)", s.FinalJump, DefaultFinalJump)
-	case s.Method != "" && s.Method != Euler && s.Method != Heun:
-		return fmt.Errorf("method: %q is neither euler nor heun", s.Method)
 	case !(s.Offsets.Step > -1 && s.Offsets.Step < 1):
 		return fmt.Errorf("time_offsets.step: %g is outside (-1, 1)", s.Offsets.Step)
 	case !(s.Offsets.Jump > -1 && s.Offsets.Jump < 1):
 		return fmt.Errorf("time_offsets.jump: %g is outside (-1, 1)", s.Offsets.Jump)
 	case !(s.Offsets.From >= 0 && s.Offsets.From < 1):
 		return fmt.Errorf("time_offsets.from: %g is outside [0, 1)", s.Offsets.From)
-	case !s.Offsets.Zero() && s.Method == Heun:
-		return errors.New("time_offsets: time offsets need the euler method")
-	case !(s.Stochasticity >= 0 && s.Stochasticity <= 1):
-		return fmt.Errorf("stochasticity: %g is outside [0, 1]", s.Stochasticity)
-	case s.Stochasticity > 0 && s.Method == Heun:
-		return errors.New("stochasticity: stochastic steps need the euler method")
 	case !(s.Temperature >= 0 && s.Temperature <= 10):
 		return fmt.Errorf("temperature: %g is outside (0, 10] (0: 1)", s.Temperature)
 	case s.BatchSize < 0 || s.BatchSize > 1<<20:
@@ -364,7 +396,7 @@ func validateExperts(es []Expert) error {
 	for i, e := range es {
 		order[i] = i
 		switch {
-		case !fileName(e.File):
+		case e.Model == nil && !fileName(e.File):
 			return fmt.Errorf("experts[%d].file: %q is not a file name in the bundle", i, e.File)
 		case !(e.From > 0 && e.From <= 1):
 			return fmt.Errorf("experts[%d].from: %g is outside (0, 1]", i, e.From)
@@ -412,16 +444,16 @@ func LoadRecipe(path string) (*Recipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := ParseRecipe(b)
+	r, err := parseRecipe(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return r, nil
 }
 
-// ParseRecipe decodes and validates the JSON of a sampler.json
+// parseRecipe decodes and validates the JSON of a sampler.json
 // (LoadRecipe).
-func ParseRecipe(b []byte) (*Recipe, error) {
+func parseRecipe(b []byte) (*Recipe, error) {
 	// The format first: a newer file's keys are not unknown, they are
 	// another version's.
 	var head struct {
@@ -435,6 +467,10 @@ func ParseRecipe(b []byte) (*Recipe, error) {
 		return nil, fmt.Errorf("format: missing (want %q)", RecipeFormat)
 	case *head.Format != RecipeFormat:
 		return nil, fmt.Errorf("format: %q is not %q, the format this version of lgflow reads", *head.Format, RecipeFormat)
+	}
+	b, err := dropRemovedKeys(b)
+	if err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -451,6 +487,81 @@ func ParseRecipe(b []byte) (*Recipe, error) {
 	return &r, nil
 }
 
+// removedKeys are the sampler keys of earlier versions and the values
+// they took by default: a recipe may still hold them at those values,
+// which change nothing, and any other value is an error that names what
+// replaced it. The settings were removed when their measurements showed
+// no gain (issue #46; docs/results.md has the evidence).
+var removedKeys = map[string]struct {
+	ok  func(json.RawMessage) bool
+	why string
+}{
+	"method": {func(v json.RawMessage) bool { return string(v) == `"euler"` || string(v) == `""` },
+		`the Heun integrator was removed; samplers integrate with Euler steps (docs/results.md, "Sampler: Heun (dropped)")`},
+	"stochasticity": {func(v json.RawMessage) bool { var f float64; return json.Unmarshal(v, &f) == nil && f == 0 },
+		`stochastic steps were removed; samplers integrate the ODE (docs/results.md, "Sampler: stochastic steps (dropped)" and "Stochastic steps under time offsets")`},
+}
+
+// dropRemovedKeys returns the JSON of a recipe without the removed keys
+// at their default values (removedKeys) in its sampler and alternatives,
+// or an error naming one at another value. JSON it cannot read as a
+// recipe's objects is returned as it is, for the decoder to report.
+func dropRemovedKeys(b []byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(b, &top) != nil {
+		return b, nil
+	}
+	dropped := false
+	clean := func(path string, raw json.RawMessage) (json.RawMessage, error) {
+		var s map[string]json.RawMessage
+		if json.Unmarshal(raw, &s) != nil {
+			return raw, nil
+		}
+		found := false
+		for _, k := range sortedKeys(s) {
+			rk, ok := removedKeys[k]
+			if !ok {
+				continue
+			}
+			if !rk.ok(s[k]) {
+				return nil, fmt.Errorf("%s.%s: %s is no longer a setting: %s", path, k, s[k], rk.why)
+			}
+			delete(s, k)
+			found = true
+		}
+		if !found {
+			return raw, nil
+		}
+		dropped = true
+		return json.Marshal(s)
+	}
+	var err error
+	if raw, ok := top["sampler"]; ok {
+		if top["sampler"], err = clean("sampler", raw); err != nil {
+			return nil, err
+		}
+	}
+	if raw, ok := top["alternatives"]; ok {
+		var alts map[string]json.RawMessage
+		if json.Unmarshal(raw, &alts) == nil {
+			for _, name := range sortedKeys(alts) {
+				if alts[name], err = clean("alternatives."+name, alts[name]); err != nil {
+					return nil, err
+				}
+			}
+			if dropped {
+				if top["alternatives"], err = json.Marshal(alts); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	if !dropped {
+		return b, nil
+	}
+	return json.Marshal(top)
+}
+
 // Save validates r and writes it to path as indented JSON, atomically.
 func (r *Recipe) Save(path string) error {
 	if err := r.Validate(); err != nil {
@@ -459,8 +570,9 @@ func (r *Recipe) Save(path string) error {
 	return atomicfile.WriteJSON(path, r)
 }
 
-// apply sets o to s's settings, with the experts of m's bundle.
-func (s Sampler) apply(o *sampleOptions, m *Model) error {
+// apply sets o to s's settings over Sample's defaults, with the experts
+// of m's bundle for those s names by file.
+func (s Sampler) apply(o *settings, m *Model) error {
 	if err := s.validate(); err != nil {
 		return fmt.Errorf("flow: sampler settings: %w", err)
 	}
@@ -474,11 +586,7 @@ func (s Sampler) apply(o *sampleOptions, m *Model) error {
 	if s.FinalJump > 0 {
 		o.jumpAt = s.FinalJump
 	}
-	if s.Method != "" {
-		o.method = s.Method
-	}
 	o.offsets = s.Offsets
-	o.eta = s.Stochasticity
 	if s.Temperature > 0 {
 		o.temp = s.Temperature
 	}
@@ -495,13 +603,16 @@ func (s Sampler) apply(o *sampleOptions, m *Model) error {
 	if s.GuidanceScale != nil {
 		o.cfgW = *s.GuidanceScale
 	}
-	o.decode = append(o.decode, s.decodeOptions()...)
+	o.decode = append(s.decodeOptions(), s.Decode...)
 	o.experts = nil
 	handBack := map[float64]bool{}
 	for _, e := range s.Experts {
-		em := m.experts[e.File]
+		em := e.Model
+		if em == nil && m != nil {
+			em = m.experts[e.File]
+		}
 		if em == nil {
-			return fmt.Errorf("flow: the recipe's expert %s is not part of the model (open its bundle with flow.Open)", e.File)
+			return fmt.Errorf("flow: the recipe's expert %s is not part of the model (open its bundle with flow.Open, or give Expert.Model)", e.File)
 		}
 		o.experts = append(o.experts, expert{em, e.From})
 		if e.Until > 0 && e.Until < 1 {
@@ -514,7 +625,6 @@ func (s Sampler) apply(o *sampleOptions, m *Model) error {
 	for _, t := range sortedFloats(handBack) {
 		o.experts = append(o.experts, expert{m, t})
 	}
-	o.recipeExperts = true
 	return nil
 }
 
@@ -529,8 +639,8 @@ func sortedFloats(set map[float64]bool) []float64 {
 
 // DecodeOptions returns the LG-VAE decode options of s's decoding
 // settings, those Sample decodes with: the edge rule (default "or"), the
-// edge margin where s sets one, the constraints, the completion and the
-// fill. vae.Model.DecodeGraphs with them decodes the latents of
+// edge margin where s sets one, the constraints, the completion, the fill
+// and Decode. vae.Model.DecodeGraphs with them decodes the latents of
 // SampleLatents into the graphs Sample with s would give.
 func (s Sampler) DecodeOptions() ([]vae.DecodeOption, error) {
 	if err := s.validate(); err != nil {
@@ -544,7 +654,8 @@ func (s Sampler) DecodeOptions() ([]vae.DecodeOption, error) {
 	if s.EdgeMargin != nil {
 		opts = append(opts, vae.WithEdgeMargin(*s.EdgeMargin))
 	}
-	return append(opts, s.decodeOptions()...), nil
+	opts = append(opts, s.decodeOptions()...)
+	return append(opts, s.Decode...), nil
 }
 
 // decodeOptions returns the LG-VAE decode options of s's constraints,
@@ -614,14 +725,8 @@ func (s Sampler) Describe() []string {
 	if s.FinalJump > 0 {
 		add("final jump at %g", s.FinalJump)
 	}
-	if s.Method != "" {
-		add("method %s", s.Method)
-	}
 	if !s.Offsets.Zero() {
 		add("time offsets %+v", s.Offsets)
-	}
-	if s.Stochasticity > 0 {
-		add("stochasticity %g", s.Stochasticity)
 	}
 	if s.Temperature > 0 {
 		add("temperature %g", s.Temperature)
@@ -630,10 +735,11 @@ func (s Sampler) Describe() []string {
 		add("batch %d", s.BatchSize)
 	}
 	for _, e := range s.Experts {
+		name := cmp.Or(e.File, "(a model)")
 		if e.Until > 0 {
-			add("expert %s from %g until %g", e.File, e.From, e.Until)
+			add("expert %s from %g until %g", name, e.From, e.Until)
 		} else {
-			add("expert %s from %g", e.File, e.From)
+			add("expert %s from %g", name, e.From)
 		}
 	}
 	if s.EdgeRule != "" {
@@ -653,6 +759,9 @@ func (s Sampler) Describe() []string {
 	}
 	if s.GuidanceScale != nil {
 		add("guidance scale %g", *s.GuidanceScale)
+	}
+	if len(s.Decode) > 0 {
+		add("%d decode options of one's own", len(s.Decode))
 	}
 	return out
 }

@@ -109,30 +109,37 @@ func TestRecipeRoundTrip(t *testing.T) {
 		return z
 	}
 	other, _, _ := otherDenoisers(t, plain, 9)
-	recipe := []flow.SampleOption{flow.WithSteps(6), flow.WithTimeShift(1.5), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}),
-		flow.WithTemperature(0.9), flow.WithBatchSize(3), flow.WithExpert(expert, 0.5), flow.WithExpert(plain, 0.8),
-		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(0.5)}
+	recipe := []flow.SampleOption{withSteps(6), withTimeShift(1.5), withOffsets(flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}),
+		withTemperature(0.9), flow.WithBatchSize(3), withExperts(flow.Expert{Model: expert, From: 0.5, Until: 0.8}),
+		withEdgeRule(vae.BothDirections), withEdgeMargin(0.5)}
 	with := func(opts ...flow.SampleOption) []flow.SampleOption { return append(slices.Clone(recipe), opts...) }
-	forest := flow.WithDecodeOptions(vae.WithEdgeConstraint(graph.IsForest))
+	forest := withDecode(vae.WithEdgeConstraint(graph.IsForest))
 	for _, c := range []struct {
 		name           string
 		bundle, byHand []flow.SampleOption
 	}{
 		{"the recipe", nil, recipe},
-		{"steps replaced", []flow.SampleOption{flow.WithSteps(4)}, with(flow.WithSteps(4))},
-		{"temperature replaced", []flow.SampleOption{flow.WithTemperature(1)}, with(flow.WithTemperature(1))},
-		{"edge rule replaced", []flow.SampleOption{flow.WithEdgeRule(vae.EitherDirection)}, with(flow.WithEdgeRule(vae.EitherDirection))},
-		{"experts replaced", []flow.SampleOption{flow.WithExpert(&other, 0.9)},
-			slices.Concat(recipe[:5], recipe[7:], []flow.SampleOption{flow.WithExpert(&other, 0.9)})},
+		{"steps replaced", []flow.SampleOption{withSteps(4)}, with(withSteps(4))},
+		{"temperature replaced", []flow.SampleOption{withTemperature(1)}, with(withTemperature(1))},
+		{"edge rule replaced", []flow.SampleOption{withEdgeRule(vae.EitherDirection)}, with(withEdgeRule(vae.EitherDirection))},
+		{"experts replaced", []flow.SampleOption{withExpert(&other, 0.9)},
+			slices.Concat(recipe[:5], recipe[6:], []flow.SampleOption{withExpert(&other, 0.9)})},
+		{"expert handing back by hand", nil, slices.Concat(recipe[:5], recipe[6:],
+			[]flow.SampleOption{withExperts(flow.Expert{Model: expert, From: 0.5, Until: 0.8}, flow.Expert{Model: plain, From: 0.8})})},
+		{"batch size over the recipe's", []flow.SampleOption{flow.WithBatchSize(2)}, with(flow.WithBatchSize(2))},
+		{"edits before the recipe is chosen", []flow.SampleOption{withSteps(4), flow.WithRecipe("constrained")},
+			[]flow.SampleOption{withSteps(4), withExpert(expert, 0.9), forest}},
 		{"decode option added", []flow.SampleOption{forest}, with(forest)},
-		{"alternative", []flow.SampleOption{flow.WithRecipe("constrained")}, []flow.SampleOption{flow.WithSteps(5), flow.WithExpert(expert, 0.9), forest}},
-		{"alternative, steps replaced", []flow.SampleOption{flow.WithRecipe("constrained"), flow.WithSteps(3)}, []flow.SampleOption{flow.WithSteps(3), flow.WithExpert(expert, 0.9), forest}},
+		{"alternative", []flow.SampleOption{flow.WithRecipe("constrained")}, []flow.SampleOption{withSteps(5), withExpert(expert, 0.9), forest}},
+		{"alternative, steps replaced", []flow.SampleOption{flow.WithRecipe("constrained"), withSteps(3)}, []flow.SampleOption{withSteps(3), withExpert(expert, 0.9), forest}},
 		{"completion", []flow.SampleOption{flow.WithRecipe("complete")},
-			[]flow.SampleOption{flow.WithSteps(5), flow.WithDecodeOptions(vae.WithEdgeCompletion(graph.IsConnected, -2))}},
+			[]flow.SampleOption{withSteps(5), withDecode(vae.WithEdgeCompletion(graph.IsConnected, -2))}},
 		{"no recipe", []flow.SampleOption{flow.WithRecipe(flow.NoRecipe)}, nil},
 		{"the default by name", []flow.SampleOption{flow.WithRecipe("constrained"), flow.WithRecipe("")}, recipe},
-		{"settings of one's own", []flow.SampleOption{flow.WithSampler(flow.Sampler{Steps: 7, Grid: "random", FinalJump: 1, Method: flow.Heun})},
-			[]flow.SampleOption{flow.WithSteps(7), flow.WithRandomGrid(), flow.WithFinalJump(1), flow.WithMethod(flow.Heun)}},
+		{"settings of one's own", []flow.SampleOption{flow.WithSampler(flow.Sampler{Steps: 7, Grid: "random", FinalJump: 1})},
+			[]flow.SampleOption{withSteps(7), withGrid("random"), withFinalJump(1)}},
+		{"settings of one's own, edited", []flow.SampleOption{withTemperature(0.5), flow.WithSampler(flow.Sampler{Steps: 7})},
+			[]flow.SampleOption{withSteps(7), withTemperature(0.5)}},
 	} {
 		got, err := flow.Sample(context.Background(), m, 5, append([]flow.SampleOption{flow.WithSeed(3)}, c.bundle...)...)
 		if err != nil {
@@ -152,7 +159,7 @@ func TestRecipeRoundTrip(t *testing.T) {
 	}
 	// The checks are not vacuous: the recipe, an override and the
 	// alternative sample different latents.
-	a, b, c := latents(m), latents(m, flow.WithTemperature(1)), latents(m, flow.WithRecipe("constrained"))
+	a, b, c := latents(m), latents(m, withTemperature(1)), latents(m, flow.WithRecipe("constrained"))
 	if sameLatents(a, b) || sameLatents(a, c) || sameLatents(a, latents(plain)) {
 		t.Error("the temperature, the alternative or the recipe changed no latent")
 	}
@@ -202,11 +209,11 @@ func TestRecipeBad(t *testing.T) {
 		{"time shift", head + `"sampler": {"time_shift": -1}}`, "sampler.time_shift"},
 		{"time shift of the random grid", head + `"sampler": {"grid": "random", "time_shift": 1.5}}`, "sampler.time_shift"},
 		{"final jump", head + `"sampler": {"final_jump": 1.5}}`, "sampler.final_jump"},
-		{"method", head + `"sampler": {"method": "rk4"}}`, "sampler.method"},
+		{"removed method", head + `"sampler": {"method": "heun"}}`, `sampler.method: "heun" is no longer a setting: the Heun integrator was removed`},
 		{"step offset", head + `"sampler": {"time_offsets": {"step": 2}}}`, "sampler.time_offsets.step: 2 is outside (-1, 1)"},
 		{"offset start", head + `"sampler": {"time_offsets": {"from": 1}}}`, "sampler.time_offsets.from"},
-		{"offsets under heun", head + `"sampler": {"method": "heun", "time_offsets": {"jump": -0.02}}}`, "sampler.time_offsets"},
-		{"stochasticity", head + `"sampler": {"stochasticity": 2}}`, "sampler.stochasticity"},
+		{"removed stochasticity", head + `"sampler": {"stochasticity": 0.02}}`, "sampler.stochasticity: 0.02 is no longer a setting"},
+		{"removed method of an alternative", head + `"sampler": {}, "alternatives": {"x": {"method": "rk4"}}}`, "alternatives.x.method"},
 		{"temperature", head + `"sampler": {"temperature": 50}}`, "sampler.temperature"},
 		{"batch", head + `"sampler": {"batch_size": -4}}`, "sampler.batch_size"},
 		{"edge rule", head + `"sampler": {"edge_rule": "xor"}}`, "sampler.edge_rule"},
@@ -253,6 +260,41 @@ func TestRecipeBad(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 0 {
 		t.Errorf("Save of a bad recipe left %v", entries)
+	}
+	// Nor does it write what sampler.json cannot hold: an expert given as
+	// a model, decode options of one's own.
+	r = testRecipe()
+	r.Sampler.Experts[0].Model = &flow.Model{}
+	if err := r.Save(path); err == nil || !strings.Contains(err.Error(), "sampler.experts[0]") {
+		t.Errorf("Save of an expert given as a model: %v", err)
+	}
+	r = testRecipe()
+	alt := r.Alternatives["complete"]
+	alt.Decode = []vae.DecodeOption{vae.WithConnected()}
+	r.Alternatives["complete"] = alt
+	if err := r.Save(path); err == nil || !strings.Contains(err.Error(), "alternatives.complete.decode") {
+		t.Errorf("Save of decode options: %v", err)
+	}
+}
+
+// TestRecipeRemovedKeys reads a sampler.json of an earlier version whose
+// removed settings (the integrator, stochastic steps) hold the values that
+// change nothing: it reads as the recipe without them.
+func TestRecipeRemovedKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), flow.RecipeFile)
+	text := `{"format": "lgflow-sampler/1", "sampler": {"steps": 7, "method": "euler", "stochasticity": 0},
+		"alternatives": {"x": {"method": "euler", "grid": "random"}, "y": {"temperature": 0.5}}}`
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := flow.LoadRecipe(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &flow.Recipe{Format: flow.RecipeFormat, Sampler: flow.Sampler{Steps: 7},
+		Alternatives: map[string]flow.Sampler{"x": {Grid: "random"}, "y": {Temperature: 0.5}}}
+	if !reflect.DeepEqual(r, want) {
+		t.Errorf("read %+v, want %+v", r, want)
 	}
 }
 

@@ -16,94 +16,66 @@ import (
 	"lgflow/vae"
 )
 
-// Method is an ODE integrator for sampling.
-type Method string
-
-const (
-	// Euler takes one network evaluation per step (default).
-	Euler Method = "euler"
-	// Heun takes two evaluations per step (second order).
-	Heun Method = "heun"
-)
-
+// sampleOptions are the choices of one call's SampleOptions.
 type sampleOptions struct {
+	seed     uint64
+	batch    int // WithBatchSize, when batchSet
+	batchSet bool
+	sizes    []int
+	conds    []Cond   // WithCondition
+	cfgW     *float64 // WithGuidanceScale; nil: the sampler's
+	progress func(done, total int)
+
+	// recipe and sampler are WithRecipe's and WithSampler's choice of
+	// the settings the call starts from, edits WithSettings's changes
+	// to them.
+	recipe  string
+	sampler *Sampler
+	edits   []func(*Sampler)
+}
+
+// settings are the resolved settings of one call (resolveOptions): the
+// sampler's (Sampler.apply) and the call's own.
+type settings struct {
 	seed       uint64
 	steps      int
 	batch      int
-	method     Method
 	sizes      []int
 	randomGrid bool
 	shift      float64
-	guide      *Model
-	guideW     float64
-	conds      []Cond  // WithCondition
-	cfgW       float64 // WithGuidanceScale
-	// cf is the classifier-free guidance of the batch being integrated,
-	// which sample sets per batch from conds and cfgW; the zero value
-	// samples unconditionally.
-	cf         guidance
-	experts    []expert
 	temp       float64
 	jumpAt     float64
-	eta        float64
 	offsets    TimeOffsets
+	experts    []expert
 	edgeRule   vae.EdgeRule
 	edgeMargin *float64 // nil: the LG-VAE's Config.EdgeMargin
 	decode     []vae.DecodeOption
-	progress   func(done, total int)
-
-	// recipe and sampler are WithRecipe's and WithSampler's choice of
-	// the settings the options start from (Sampler.apply);
-	// recipeExperts says experts holds the recipe's, which WithExpert
-	// replaces.
-	recipe        string
-	sampler       *Sampler
-	recipeExperts bool
+	conds      []Cond
+	cfgW       float64
+	// cf is the classifier-free guidance of the batch being integrated,
+	// which sample sets per batch from conds and cfgW; the zero value
+	// samples unconditionally.
+	cf       guidance
+	progress func(done, total int)
 }
 
-// SampleOption configures Sample.
+// SampleOption configures Sample and SampleLatents.
 type SampleOption func(*sampleOptions)
 
 // WithSeed sets the seed (default 0): the same seed, model and options give
 // the same graphs.
 func WithSeed(seed uint64) SampleOption { return func(o *sampleOptions) { o.seed = seed } }
 
-// WithSteps sets the number of integration steps (default 100).
-func WithSteps(n int) SampleOption { return func(o *sampleOptions) { o.steps = n } }
-
-// WithBatchSize sets how many graphs are integrated together (default 256).
-func WithBatchSize(n int) SampleOption { return func(o *sampleOptions) { o.batch = n } }
-
-// WithMethod selects the integrator (default Euler).
-func WithMethod(m Method) SampleOption { return func(o *sampleOptions) { o.method = m } }
+// WithBatchSize sets how many graphs are integrated together (default: the
+// sampler's Sampler.BatchSize, else DefaultBatchSize). With a seed, it is
+// part of what decides the graphs.
+func WithBatchSize(n int) SampleOption {
+	return func(o *sampleOptions) { o.batch, o.batchSet = n, true }
+}
 
 // WithNodeCounts fixes the node counts of the sampled graphs instead of
 // drawing them from the training distribution; its length must equal n.
 func WithNodeCounts(sizes []int) SampleOption { return func(o *sampleOptions) { o.sizes = sizes } }
-
-// WithRandomGrid uses the reference implementation's random time grid
-// (sorted logit-normal draws clamped to [0.02, 1], between 0.01 and 1)
-// instead of the default uniform grid from 0.01 to 1. The reference
-// sampler is WithRandomGrid() with WithFinalJump(1); with a final jump the
-// random times are clamped to the jump time.
-func WithRandomGrid() SampleOption { return func(o *sampleOptions) { o.randomGrid = true } }
-
-// WithGuidance guides sampling with a weaker version of the same model
-// (autoguidance, Karras et al. 2024): every step uses the denoiser's
-// prediction extrapolated away from the weak model's,
-//
-//	pred = pred_m + w·(pred_m - pred_weak),
-//
-// with w >= 0 (0: no guidance). The weak model must share m's latent space
-// and denoiser shape, for example an earlier checkpoint of the same
-// training run; each model keeps its own self-conditioning input. Where
-// both models err alike, the difference points away from their common
-// mistakes. With the shipped planar flow it moves the samples' statistics
-// closer to the data's and leaves fewer of them planar, as more training
-// does (docs/results.md). It doubles the cost of a step.
-func WithGuidance(weak *Model, w float64) SampleOption {
-	return func(o *sampleOptions) { o.guide, o.guideW = weak, w }
-}
 
 // WithCondition samples under conditions, for a conditional model
 // (Model.Cond, trained with Latents.Cond): one condition for every graph,
@@ -120,8 +92,9 @@ func WithCondition(c ...Cond) SampleOption {
 	return func(o *sampleOptions) { o.conds = slices.Clone(c) }
 }
 
-// WithGuidanceScale sets the classifier-free guidance scale w (default 1)
-// of sampling under a condition (WithCondition): every step uses
+// WithGuidanceScale sets the classifier-free guidance scale w of sampling
+// under a condition (WithCondition; default: the sampler's
+// Sampler.GuidanceScale, else 1): every step uses
 //
 //	pred = pred_uncond + w·(pred_cond - pred_uncond),
 //
@@ -130,114 +103,76 @@ func WithCondition(c ...Cond) SampleOption {
 // plain conditional sampling and w = 0 unconditional sampling, each one
 // evaluation a step; w > 1 follows the condition more strongly, at the
 // cost of two evaluations a step (batched in one pass) and of diversity.
-// Each prediction keeps its own self-conditioning input. Unrelated to
-// WithGuidance, autoguidance by a weaker model, which applies on top of
-// it. A guidance scale other than 1 for an unconditional model is an
-// error; w must be finite and >= 0.
-func WithGuidanceScale(w float64) SampleOption { return func(o *sampleOptions) { o.cfgW = w } }
-
-// WithExpert evaluates the denoiser of e instead of the model's at the
-// steps that start at time from or later (0 < from <= 1): a second
-// denoiser trained for the data end of the path (for example fine-tuned
-// from the model with training times concentrated there, lgflow
-// train-flow -time-mean 3), as in ensembles of expert denoisers (eDiff-I,
-// Balaji et al. 2022). The final jump's estimate at from or later comes
-// from the expert too. A step costs what it costs without it. Given more
-// than once, it adds experts: a step uses the one with the latest first
-// time not after the step's start (two with the same first time are an
-// error). An expert must share the model's latent space and scaling,
-// denoiser shape and target; its self-conditioning input is the previous
-// step's prediction, whichever denoiser made it.
-//
-// With a recipe (Open), the first WithExpert replaces the recipe's experts.
-func WithExpert(e *Model, from float64) SampleOption {
-	return func(o *sampleOptions) {
-		if o.recipeExperts {
-			o.experts, o.recipeExperts = nil, false
-		}
-		o.experts = append(o.experts, expert{e, from})
-	}
-}
+// Each prediction keeps its own self-conditioning input. A guidance scale
+// other than 1 for an unconditional model is an error; w must be finite
+// and >= 0.
+func WithGuidanceScale(w float64) SampleOption { return func(o *sampleOptions) { o.cfgW = &w } }
 
 // WithRecipe samples with the model's recipe alternative of this name
 // (Recipe.Alternatives, for example "constrained"; "": the recipe's
 // Sampler, the default) instead of its default settings; NoRecipe ignores
-// the recipe: Sample's own defaults, the paper's sampler. The other
-// options apply after the recipe's settings, each replacing one of them.
-// A name the recipe lacks is an error, and so is any name but "" and
-// NoRecipe for a model without a recipe.
+// the recipe: Sample's own defaults, the zero Sampler. WithSettings edits
+// the settings chosen. A name the recipe lacks is an error, and so is any
+// name but "" and NoRecipe for a model without a recipe.
 func WithRecipe(name string) SampleOption {
 	return func(o *sampleOptions) { o.recipe, o.sampler = name, nil }
 }
 
 // WithSampler samples with the settings s in place of the model's recipe
 // (the last of WithRecipe and WithSampler applies): s's experts name
-// files of the model's bundle (Open). The other options apply after s's
-// settings, as after a recipe's. With it, one can try settings before
-// writing them into a bundle's sampler.json.
+// files of the model's bundle (Open) or carry their model
+// (Expert.Model). WithSettings edits s as it edits a recipe's settings.
+// With it, one can try settings before writing them into a bundle's
+// sampler.json.
 func WithSampler(s Sampler) SampleOption {
 	return func(o *sampleOptions) { o.sampler, o.recipe = &s, "" }
 }
 
-// expert is a denoiser of WithExpert and its first time.
+// WithSettings changes single settings of the sampler the call samples
+// with: the recipe's (Model.Recipe), the alternative WithRecipe names, or
+// WithSampler's, whichever the call chose, whatever the order of the
+// options; edits apply in the order given, to a copy. For example
+//
+//	flow.WithSettings(func(s *flow.Sampler) { s.Steps, s.TimeShift = 100, 1 })
+//
+// samples the recipe's settings on the paper's uniform grid of 100 steps,
+// and
+//
+//	flow.WithSettings(func(s *flow.Sampler) { s.Decode = append(s.Decode, vae.WithEdgeConstraint(planar.IsPlanar)) })
+//
+// decodes under a constraint of one's own. A field set to its zero value
+// means Sample's default (Sampler), so an edit that sets Steps to 0 asks
+// for DefaultSteps.
+func WithSettings(edit func(s *Sampler)) SampleOption {
+	return func(o *sampleOptions) { o.edits = append(o.edits, edit) }
+}
+
+// WithProgress reports the number of graphs finished.
+func WithProgress(f func(done, total int)) SampleOption {
+	return func(o *sampleOptions) { o.progress = f }
+}
+
+// expert is a denoiser the sampler uses from its first time on.
 type expert struct {
 	m    *Model
 	from float64
 }
 
-// DefaultExpertFrom is the expert's first time that lgflow sample and the
-// pipeline use unless told otherwise: chosen with the shipped planar flow
-// and its expert on the validation split (docs/results.md).
-// With the default grid and final jump the expert then makes the one
-// evaluation at t = 0.95, the jump to the data.
-const DefaultExpertFrom = 0.95
-
-// WithTimeShift warps the uniform time grid by t = s·u/(1 + (s-1)·u), u the
-// uniform fraction of the integrated interval (default s = 1: uniform).
-// s > 1 makes the steps near the noise longer and those near the data
-// shorter (by s at either end), where a flow's latents get their final
-// precision.
-func WithTimeShift(s float64) SampleOption { return func(o *sampleOptions) { o.shift = s } }
-
-// WithTemperature scales the initial noise by tau (default 1, the
-// reference). tau < 1 starts closer to the mode of the prior: samples become
-// more often valid but less diverse.
-func WithTemperature(tau float64) SampleOption { return func(o *sampleOptions) { o.temp = tau } }
-
-// WithFinalJump integrates the ODE from 0.01 only to time t with steps-1
-// Euler steps and then outputs the denoiser's data estimate at t, a single
-// final step from t to 1. The default is DefaultFinalJump; t = 1 integrates
-// all the way with steps equal steps (the reference sampler). A small flow's
-// velocity is least accurate near the data end, which training visits
-// rarely, and its one-step estimate there is better than many small biased
-// steps: with the shipped planar models the jump at 0.95 raises V.U.N. from
-// 30% to 43-46% and lowers every MMD (docs/results.md).
-func WithFinalJump(t float64) SampleOption { return func(o *sampleOptions) { o.jumpAt = t } }
-
-// DefaultFinalJump is the final-jump time Sample uses unless WithFinalJump
-// says otherwise.
-const DefaultFinalJump = 0.95
-
-// WithStochasticity makes each Euler step stochastic (0 <= eta <= 1,
-// default 0, the deterministic ODE): the step from t to t' goes to
-// t'·x̂1 + (1-t')·(sqrt(1-eta²)·x̂0 + eta·ε) with fresh noise ε, where x̂0 and
-// x̂1 are the denoiser's noise and data estimates at t (under
-// WithTimeOffsets, t is the time the denoiser sees and t' = t plus the
-// step). With eta = 0 this is the Euler step. Fresh noise replaces part
-// of the estimated noise, so errors of earlier steps are partly forgotten
-// instead of carried to the end, as in stochastic diffusion samplers.
-// Euler only.
-func WithStochasticity(eta float64) SampleOption { return func(o *sampleOptions) { o.eta = eta } }
-
 // TimeOffsets relabel the times at which the sampler evaluates the
-// denoiser (WithTimeOffsets). The zero value changes nothing.
+// denoiser (Sampler.Offsets). An ODE sampler's states drift from the noise
+// level the grid assigns them (exposure bias), and a denoiser asked at the
+// time whose noise level matches the state does better: the idea of Li et
+// al. 2024, "Alleviating exposure bias in diffusion models through
+// sampling with shifted time steps". With the shipped planar flow and its
+// expert, Step +0.015 from 0.5 and Jump -0.035 lower every MMD but the
+// spectral one, V.U.N. within about a point (docs/results.md). Every
+// shifted time must stay inside (0, 1). The zero value changes nothing,
+// the paper's sampler.
 type TimeOffsets struct {
 	// Step is added to the time of every step that starts at From or
 	// later, except the final one: the denoiser sees the state as if it
-	// were at t+Step, and the step's velocity is (x - x̂0)/(t+Step) for a
-	// noise-predicting flow (a velocity-predicting one's prediction is
-	// the velocity). Positive: the state is taken to be less noisy than
-	// the grid says.
+	// were at t+Step, and the step's velocity is (x - x̂0)/(t+Step).
+	// Positive: the state is taken to be less noisy than the grid says.
 	Step float64 `json:"step"`
 	// From is the first time at which Step and Jump apply (0: every
 	// step).
@@ -263,49 +198,16 @@ func (t TimeOffsets) valid() bool {
 // Zero reports whether the offsets change nothing.
 func (t TimeOffsets) Zero() bool { return t == TimeOffsets{} }
 
-// WithTimeOffsets evaluates the denoiser at times shifted from the grid's
-// (default: none, the reference sampler). An ODE sampler's states drift
-// from the noise level the grid assigns them (exposure bias), and a
-// denoiser asked at the time whose noise level matches the state does
-// better: the idea of Li et al. 2024, "Alleviating exposure bias in
-// diffusion models through sampling with shifted time steps". With the
-// shipped planar flow and its expert, Step +0.015 from 0.5 and Jump
-// -0.035 lower every MMD but the spectral one, V.U.N. within about a point
-// (docs/results.md). Euler only; every shifted time must stay inside
-// (0, 1).
-func WithTimeOffsets(t TimeOffsets) SampleOption { return func(o *sampleOptions) { o.offsets = t } }
-
-// WithEdgeRule sets how the LG-VAE decoder decides undirected edges
-// (default vae.EitherDirection, the reference rule).
-func WithEdgeRule(r vae.EdgeRule) SampleOption { return func(o *sampleOptions) { o.edgeRule = r } }
-
-// WithDecodeOptions passes further options to the LG-VAE's decoding (for
-// example vae.WithEdgeConstraint), after WithEdgeRule's and WithEdgeMargin's.
-func WithDecodeOptions(opts ...vae.DecodeOption) SampleOption {
-	return func(o *sampleOptions) { o.decode = append(o.decode, opts...) }
-}
-
-// WithEdgeMargin sets the decoder's edge margin (vae.WithEdgeMargin; default
-// the LG-VAE's Config.EdgeMargin): a larger margin decodes fewer spurious
-// edges and more missing ones, which raises planar validity and lowers the
-// statistics' agreement with the data (docs/results.md).
-func WithEdgeMargin(m float64) SampleOption { return func(o *sampleOptions) { o.edgeMargin = &m } }
-
-// WithProgress reports the number of graphs finished.
-func WithProgress(f func(done, total int)) SampleOption {
-	return func(o *sampleOptions) { o.progress = f }
-}
-
 // Sample generates n graphs. A model opened from a bundle (Open) samples
 // with its recipe's settings (Model.Recipe; WithRecipe selects another of
-// them), the options given replacing them one by one; a model without a
-// recipe (Load, Train) with Sample's defaults: DefaultSteps uniform Euler
-// steps with the final jump at DefaultFinalJump, the paper's sampler
-// otherwise. It is safe to call from several goroutines at once on the
-// same Model, and returns ctx.Err() promptly when ctx is cancelled.
+// them, WithSettings changes single ones); a model without a recipe (Load,
+// Train) with Sample's defaults, the zero Sampler: DefaultSteps uniform
+// Euler steps with the final jump at DefaultFinalJump, the paper's
+// sampler otherwise. It is safe to call from several goroutines at once on
+// the same Model, and returns ctx.Err() promptly when ctx is cancelled.
 func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*graph.Graph, error) {
 	out := make([]*graph.Graph, 0, max(n, 0))
-	err := sample(ctx, m, n, opts, func(z *tensor.Tensor, sizes []int, o *sampleOptions) error {
+	err := sample(ctx, m, n, opts, func(z *tensor.Tensor, sizes []int, o *settings) error {
 		dopts := []vae.DecodeOption{vae.WithEdgeRule(o.edgeRule)}
 		if o.edgeMargin != nil {
 			dopts = append(dopts, vae.WithEdgeMargin(*o.edgeMargin))
@@ -330,11 +232,12 @@ func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*grap
 // SampleLatents generates the latents of n graphs without decoding them:
 // the i-th result is (n_i, d) in the LG-VAE's latent space, ready for
 // vae.Model.DecodeGraphs. With the same seed and options, Sample decodes
-// exactly these latents (WithEdgeRule is ignored here). It is safe for
-// concurrent use like Sample.
+// exactly these latents (the sampler's decoding settings are ignored
+// here; Sampler.DecodeOptions returns them). It is safe for concurrent use
+// like Sample.
 func SampleLatents(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*tensor.Tensor, error) {
 	out := make([]*tensor.Tensor, 0, max(n, 0))
-	err := sample(ctx, m, n, opts, func(z *tensor.Tensor, sizes []int, o *sampleOptions) error {
+	err := sample(ctx, m, n, opts, func(z *tensor.Tensor, sizes []int, o *settings) error {
 		for i, s := range sizes {
 			out = append(out, z.Slice(0, i, i+1).Reshape(z.Dim(1), z.Dim(2)).Slice(0, 0, s).Clone())
 		}
@@ -355,7 +258,7 @@ func SampleLatents(ctx context.Context, m *Model, n int, opts ...SampleOption) (
 // A failure of the denoiser's device (out of memory, any CUDA error:
 // tensor.ErrDevice) comes back as an error, so a service sampling on a GPU
 // survives it.
-func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func(z *tensor.Tensor, sizes []int, o *sampleOptions) error) (err error) {
+func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func(z *tensor.Tensor, sizes []int, o *settings) error) (err error) {
 	defer tensor.CatchDeviceError(&err)
 	o, err := resolveOptions(m, opts)
 	if err != nil {
@@ -364,40 +267,14 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 	switch {
 	case n < 0:
 		return fmt.Errorf("flow: cannot sample %d graphs", n)
-	case o.steps <= 0:
-		return fmt.Errorf("flow: steps must be positive, got %d", o.steps)
 	case o.batch <= 0:
 		return fmt.Errorf("flow: batch size must be positive, got %d", o.batch)
-	case !(o.temp > 0) || math.IsInf(o.temp, 0):
-		return fmt.Errorf("flow: temperature must be positive and finite, got %g", o.temp)
-	case !(o.jumpAt > 0.01 && o.jumpAt <= 1):
-		return fmt.Errorf("flow: final jump time must be in (0.01, 1] (1: none), got %g", o.jumpAt)
-	case !(o.eta >= 0 && o.eta <= 1):
-		return fmt.Errorf("flow: stochasticity must be in [0, 1], got %g", o.eta)
-	case o.eta > 0 && o.method != Euler:
-		return fmt.Errorf("flow: stochastic steps need the Euler method, not %q", o.method)
-	case o.method != Euler && o.method != Heun:
-		return fmt.Errorf("flow: unknown method %q", o.method)
-	case !o.offsets.valid():
-		return fmt.Errorf("flow: time offsets must be finite, Step and Jump in (-1, 1) and From in [0, 1), got %+v", o.offsets)
-	case !o.offsets.Zero() && o.method != Euler:
-		return fmt.Errorf("flow: time offsets need the Euler method, not %q", o.method)
-	case o.guide != nil && o.method != Euler:
-		return fmt.Errorf("flow: guidance needs the Euler method, not %q", o.method)
-	case !(o.shift > 0) || math.IsInf(o.shift, 0):
-		return fmt.Errorf("flow: time shift must be positive and finite, got %g", o.shift)
-	case o.shift != 1 && o.randomGrid:
-		return errors.New("flow: a time shift warps the uniform grid, not the random one")
-	case !o.edgeRule.Valid():
-		return fmt.Errorf("flow: unknown edge rule %v", o.edgeRule)
-	case o.edgeMargin != nil && (math.IsNaN(*o.edgeMargin) || math.IsInf(*o.edgeMargin, 0)):
-		return fmt.Errorf("flow: edge margin must be finite, got %v", *o.edgeMargin)
 	case o.sizes != nil && len(o.sizes) != n:
 		return fmt.Errorf("flow: %d node counts for %d graphs", len(o.sizes), n)
 	case m == nil || m.Net == nil || m.VAE == nil:
 		return errors.New("flow: Sample needs a trained model")
 	}
-	if err := o.checkDenoisers(m); err != nil {
+	if err := checkExperts(m, o.experts); err != nil {
 		return err
 	}
 	plan, err := planConditions(m, o.conds, n, o.cfgW)
@@ -441,90 +318,73 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 	return nil
 }
 
-// resolveOptions returns the settings of opts for sampling from m: Sample's
-// defaults, then the settings of the recipe (or of WithSampler) that opts
-// select, then opts.
-func resolveOptions(m *Model, opts []SampleOption) (sampleOptions, error) {
-	var choice sampleOptions
+// resolveOptions returns the settings of opts for sampling from m: the
+// sampler that opts select (the recipe's, an alternative, WithSampler's,
+// or with NoRecipe or without a recipe the zero Sampler) with
+// WithSettings's edits, over Sample's defaults, and the call's own
+// choices.
+func resolveOptions(m *Model, opts []SampleOption) (settings, error) {
+	var c sampleOptions
 	for _, f := range opts {
-		f(&choice)
+		f(&c)
 	}
-	o := sampleOptions{steps: DefaultSteps, batch: DefaultBatchSize, method: Euler, temp: 1, jumpAt: DefaultFinalJump, shift: 1, cfgW: 1}
-	var base *Sampler
+	o := settings{steps: DefaultSteps, batch: DefaultBatchSize, temp: 1, jumpAt: DefaultFinalJump, shift: 1, cfgW: 1}
+	var base Sampler
 	switch {
-	case choice.sampler != nil:
-		base = choice.sampler
-	case choice.recipe == NoRecipe:
+	case c.sampler != nil:
+		base = c.sampler.clone()
+	case c.recipe == NoRecipe:
 	case m != nil && m.Recipe != nil:
-		s, ok := m.Recipe.Lookup(choice.recipe)
+		s, ok := m.Recipe.Lookup(c.recipe)
 		if !ok {
-			return o, fmt.Errorf("flow: the model's recipe has no alternative %q (it has: %s)", choice.recipe, strings.Join(append([]string{`""`}, m.Recipe.Names()...), ", "))
+			return o, fmt.Errorf("flow: the model's recipe has no alternative %q (it has: %s)", c.recipe, strings.Join(append([]string{`""`}, m.Recipe.Names()...), ", "))
 		}
-		base = &s
-	case choice.recipe != "":
-		return o, fmt.Errorf("flow: WithRecipe(%q): the model has no recipe (flow.Open reads one from a bundle's %s)", choice.recipe, RecipeFile)
+		base = s.clone()
+	case c.recipe != "":
+		return o, fmt.Errorf("flow: WithRecipe(%q): the model has no recipe (flow.Open reads one from a bundle's %s)", c.recipe, RecipeFile)
 	}
-	if base != nil {
-		if m == nil {
-			return o, errors.New("flow: Sample needs a trained model")
-		}
-		if err := base.apply(&o, m); err != nil {
-			return o, err
-		}
+	for _, edit := range c.edits {
+		edit(&base)
 	}
-	for _, f := range opts {
-		f(&o)
+	if err := base.apply(&o, m); err != nil {
+		return o, err
+	}
+	o.seed, o.sizes, o.conds, o.progress = c.seed, c.sizes, c.conds, c.progress
+	if c.batchSet {
+		o.batch = c.batch
+	}
+	if c.cfgW != nil {
+		o.cfgW = *c.cfgW
 	}
 	return o, nil
 }
 
-// checkDenoisers checks the denoisers that WithGuidance and WithExpert add
-// against m, which must have one.
-func (o *sampleOptions) checkDenoisers(m *Model) error {
-	compatible := func(other *Model) bool {
-		return other.Net != nil && other.Cfg.DiT == m.Cfg.DiT && other.Cfg.Target == m.Cfg.Target &&
-			other.Scale == m.Scale && other.Cfg.Standardize == m.Cfg.Standardize &&
-			slices.Equal(other.Mean, m.Mean) && slices.Equal(other.Std, m.Std) && sameLatentSpace(other.VAE, m.VAE)
-	}
-	// A conditional model's other denoisers see the same conditions.
-	for _, other := range append([]*Model{o.guide}, expertModels(o.experts)...) {
-		if other != nil && other.Net != nil && other.Cfg.DiT == m.Cfg.DiT && !other.Cond.equal(m.Cond) {
-			return errors.New("flow: the guiding model and the experts must have the sampling model's conditions (labels, properties and their standardisation)")
+// checkExperts checks the expert denoisers es against m, which must have
+// one: the same denoiser shape, latent space and scaling, conditions and
+// backend.
+func checkExperts(m *Model, es []expert) error {
+	// A conditional model's experts see the same conditions.
+	for _, e := range es {
+		if e.m != nil && e.m.Net != nil && e.m.Cfg.DiT == m.Cfg.DiT && !e.m.Cond.equal(m.Cond) {
+			return errors.New("flow: the experts must have the sampling model's conditions (labels, properties and their standardisation)")
 		}
 	}
-	switch {
-	case o.guide != nil && (!(o.guideW >= 0) || math.IsInf(o.guideW, 0)):
-		return fmt.Errorf("flow: guidance weight must be finite and >= 0, got %g", o.guideW)
-	case o.guide != nil && !compatible(o.guide):
-		return errors.New("flow: the guiding model must have the sampling model's denoiser shape, target, latent space and latent scaling")
-	case o.guide != nil && o.guide.Net.Backend() != m.Net.Backend():
-		return errors.New("flow: the guiding model must be on the sampling model's backend")
-	}
-	for i, e := range o.experts {
+	for i, e := range es {
 		switch {
-		case e.m == nil || !compatible(e.m):
-			return errors.New("flow: the expert must have the sampling model's denoiser shape, target, latent space and latent scaling")
+		case e.m == nil || e.m.Net == nil || e.m.Cfg.DiT != m.Cfg.DiT || e.m.Scale != m.Scale || !sameLatentSpace(e.m.VAE, m.VAE):
+			return errors.New("flow: the expert must have the sampling model's denoiser shape, latent space and latent scaling")
 		case !(e.from > 0 && e.from <= 1):
 			return fmt.Errorf("flow: the expert's first time must be in (0, 1], got %g", e.from)
 		case e.m.Net.Backend() != m.Net.Backend():
 			return errors.New("flow: the expert must be on the sampling model's backend")
 		}
-		for _, f := range o.experts[:i] {
+		for _, f := range es[:i] {
 			if f.from == e.from {
 				return fmt.Errorf("flow: two experts from time %g", e.from)
 			}
 		}
 	}
 	return nil
-}
-
-// expertModels returns the denoisers of es.
-func expertModels(es []expert) []*Model {
-	ms := make([]*Model, len(es))
-	for i, e := range es {
-		ms[i] = e.m
-	}
-	return ms
 }
 
 // sameLatentSpace reports whether two flows' autoencoders encode alike:
@@ -556,9 +416,9 @@ func drawSizes(counts []int, n int, r *tensor.RNG) []int {
 // timeGrid returns steps+1 increasing times from start (0.01 when
 // sampling from noise) to 1. With jumpAt > 0 the first steps end at jumpAt
 // and the last step goes from jumpAt to 1. The random grid (the
-// reference's) draws the inner times from the training distribution,
-// clamped to [0.02, end]. shift warps the uniform grid (WithTimeShift; 1:
-// none).
+// reference's, Sampler.Grid) draws the inner times from the training
+// distribution, clamped to [0.02, end]. shift warps the uniform grid
+// (Sampler.TimeShift; 1: none).
 func timeGrid(start float64, steps int, random bool, jumpAt, shift float64, r *tensor.RNG) []float64 {
 	g := make([]float64, steps+1)
 	end, n := 1.0, steps // the integrated part is n steps from start to end
@@ -598,7 +458,7 @@ func tokenMask(dt tensor.DType, sizes []int, N int) *tensor.Tensor {
 
 // integrate solves the flow ODE from noise to data for graphs of the given
 // sizes and returns the unscaled latents z = x(1)/s, (B, N, d).
-func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *tensor.RNG) (*tensor.Tensor, error) {
+func integrate(ctx context.Context, m *Model, sizes []int, o settings, r *tensor.RNG) (*tensor.Tensor, error) {
 	B, d := len(sizes), m.Cfg.DiT.Dim
 	N := 0
 	for _, s := range sizes {
@@ -614,44 +474,17 @@ func integrate(ctx context.Context, m *Model, sizes []int, o sampleOptions, r *t
 	// The noise is drawn on the CPU, so a seed gives the same start on
 	// every backend.
 	x, mask = x.On(be), mask.On(be)
-	return solve(ctx, m, x, mask, timeGrid(0.01, o.steps, o.randomGrid, o.jumpAt, o.shift, r), o, r)
+	return solve(ctx, m, x, mask, timeGrid(0.01, o.steps, o.randomGrid, o.jumpAt, o.shift, r), o)
 }
 
 // solve integrates the flow ODE from x (B, N, d), the state at grid[0] on the
-// denoiser's backend, over the times of grid and returns the unscaled
-// latents z = x(1)/s on the CPU. mask (B, N) marks real tokens.
-func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64, o sampleOptions, r *tensor.RNG) (*tensor.Tensor, error) {
-	B, N, d := x.Dim(0), x.Dim(1), x.Dim(2)
-	dt, be := x.DType(), x.Backend()
+// denoiser's backend, over the times of grid with Euler steps and returns
+// the unscaled latents z = x(1)/s on the CPU. mask (B, N) marks real
+// tokens.
+func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64, o settings) (*tensor.Tensor, error) {
+	B, N := x.Dim(0), x.Dim(1)
 	mask3 := mask.Reshape(B, N, 1)
-	var xsc, guideSC selfCond
-	// velocity evaluates the network at (x, t) and returns the velocity and
-	// the raw predictions (fed back for self-conditioning). With guidance the
-	// velocity comes from the guided prediction.
-	// The denoiser is chosen by the grid time t and evaluated at te
-	// (WithTimeOffsets; te = t without offsets).
-	velocity := func(x *tensor.Tensor, t, te float64, xsc selfCond) (v *tensor.Tensor, pred selfCond) {
-		net, from := m.Net, 0.0
-		for _, e := range o.experts {
-			if t >= e.from && e.from > from {
-				net, from = e.m.Net, e.from
-			}
-		}
-		guided, pred := o.cf.predict(net, x, te, mask, xsc)
-		if o.guide != nil && o.guideW != 0 {
-			weak, weakSC := o.cf.predict(o.guide.Net, x, te, mask, guideSC)
-			guided = tensor.AddScaled(nil, guided, tensor.Sub(nil, guided, weak), o.guideW)
-			if m.Cfg.DiT.SelfCond {
-				guideSC = weakSC
-			}
-		}
-		if m.Cfg.Target == PredictVelocity {
-			return guided, pred
-		}
-		v = tensor.Sub(nil, x, guided) // (x - x0hat) / t
-		tensor.MulScalar(v, v, 1/te)
-		return v, pred
-	}
+	var xsc selfCond
 	last := len(grid) - 2
 	for i := 0; i+1 < len(grid); i++ {
 		if err := ctx.Err(); err != nil {
@@ -659,7 +492,7 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 		}
 		ta, tb := grid[i], grid[i+1]
 		h := tb - ta
-		// te is the time the denoiser sees (WithTimeOffsets). The final
+		// te is the time the denoiser sees (Sampler.Offsets). The final
 		// step goes to the data estimate of the state taken at te,
 		// x + (1-te)·v.
 		te := ta
@@ -676,35 +509,26 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 		if !(te > 0 && te < 1) {
 			return nil, fmt.Errorf("flow: the time offsets move the step at %g to %g, outside (0, 1)", ta, te)
 		}
-		v, pred := velocity(x, ta, te, xsc)
-		if o.method == Heun {
-			xe := tensor.AddScaled(nil, x, v, h)
-			v2, _ := velocity(xe, tb, tb, pred)
-			tensor.Add(v, v, v2)
-			tensor.MulScalar(v, v, 0.5)
+		// The denoiser is chosen by the grid time ta and evaluated at te.
+		net, from := m.Net, 0.0
+		for _, e := range o.experts {
+			if ta >= e.from && e.from > from {
+				net, from = e.m.Net, e.from
+			}
 		}
-		// The step takes the state from the denoiser's time te to te+h
-		// (tb without offsets).
-		if tn := te + h; o.eta > 0 && tn < 1 {
-			// x̂1 = x + (1-te)·v and x̂0 = x - te·v for either target; with
-			// eta = 0, tn·x̂1 + (1-tn)·x̂0 = x + h·v, the Euler step.
-			x1 := tensor.AddScaled(nil, x, v, 1-te)
-			x0 := tensor.AddScaled(nil, x, v, -te)
-			eps := tensor.RandN(r, dt, B, N, d).On(be)
-			tensor.MulScalar(x0, x0, math.Sqrt(1-o.eta*o.eta))
-			tensor.AddScaled(x0, x0, eps, o.eta)
-			tensor.MulScalar(x, x1, tn)
-			tensor.AddScaled(x, x, x0, 1-tn)
-		} else {
-			tensor.AddScaled(x, x, v, h)
-		}
+		x0, pred := o.cf.predict(net, x, te, mask, xsc)
+		// The velocity (x - x̂0)/te takes the state from te to te+h (tb
+		// without offsets).
+		v := tensor.Sub(nil, x, x0)
+		tensor.MulScalar(v, v, 1/te)
+		tensor.AddScaled(x, x, v, h)
 		tensor.Mul(x, x, mask3)
 		xsc = pred
 		if !m.Cfg.DiT.SelfCond {
 			xsc = selfCond{}
 		}
 	}
-	m.fromFlow(x, mask)
+	tensor.MulScalar(x, x, 1/m.Scale)
 	x = x.On(tensor.CPU)
 	for _, v := range x.To(tensor.Float64).Data64() {
 		if math.IsNaN(v) || math.IsInf(v, 0) {

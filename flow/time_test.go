@@ -1,7 +1,9 @@
 package flow
 
 import (
+	"lgflow/graph"
 	"math"
+	"slices"
 	"testing"
 
 	"lgflow/tensor"
@@ -68,20 +70,40 @@ func TestResumable(t *testing.T) {
 		{"cooldown", func(c *Config) { c.Cooldown = c.Steps / 2 }, true},
 		{"time mean", func(c *Config) { c.TimeMean = 1 }, true},
 		{"time std", func(c *Config) { c.TimeStd = 0.35 }, true},
-		{"ot coupling", func(c *Config) { c.OTCoupling = true }, true},
-		{"standardize", func(c *Config) { c.Standardize = true }, false},
+		{"decoder weight", func(c *Config) { c.DecoderWeight = 100 }, true},
+		{"seed", func(c *Config) { c.Seed++ }, false},
 		{"validation", func(c *Config) { c.ValEvery, c.ValSamples = 7, 3 }, true},
 		{"batch", func(c *Config) { c.BatchSize++ }, true}, // batch order is a function of (seed, step, batch)
 		{"width", func(c *Config) { c.DiT.Width *= 2 }, false},
 		{"cond drop", func(c *Config) { c.CondDrop = 0.2 }, true},
 		{"classes", func(c *Config) { c.DiT.Classes = 2 }, false},
 		{"cond dim", func(c *Config) { c.DiT.CondDim = 1 }, false},
-		{"target", func(c *Config) { c.Target = PredictVelocity }, false},
+		{"self-conditioning", func(c *Config) { c.SelfCondProb = 0.25 }, false},
 	} {
 		c := base
 		tc.edit(&c)
 		if got := resumable(base, c); got != tc.want {
 			t.Errorf("%s: resumable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestNodeCountHistogram(t *testing.T) {
+	for _, tc := range []struct {
+		sizes []int
+		want  []int
+	}{
+		{nil, nil},
+		{[]int{0}, []int{1}},
+		{[]int{3, 1, 3}, []int{0, 1, 0, 2}},
+		{[]int{2, 2, 2, 5}, []int{0, 0, 3, 0, 0, 1}},
+	} {
+		var gs []*graph.Graph
+		for _, n := range tc.sizes {
+			gs = append(gs, graph.New(n))
+		}
+		if got := nodeCountHistogram(gs); !slices.Equal(got, tc.want) {
+			t.Errorf("sizes %v: histogram %v, want %v", tc.sizes, got, tc.want)
 		}
 	}
 }

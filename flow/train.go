@@ -147,14 +147,6 @@ func initScale(ctx context.Context, init *Model, ae *vae.Model, train *vae.Datas
 	return init.Scale * lat.latentScale(idx, false, nil) / old.latentScale(all, false, nil), nil
 }
 
-// latentForm names a latent parametrisation in errors.
-func latentForm(standardized bool) string {
-	if standardized {
-		return "per-dimension standardised"
-	}
-	return "globally scaled"
-}
-
 // Progress is reported by Train.
 type Progress struct {
 	Step, Steps int
@@ -187,12 +179,6 @@ type TrainOptions struct {
 	Score    func(gs []*graph.Graph) float64
 	Progress func(Progress)
 	LogEvery int
-	// Path is the frozen flow whose sampler produces the training points
-	// when Config.PathLead is set (in the same latent space, with the same
-	// scaling), and PathOffsets the time offsets its steps use
-	// (WithTimeOffsets; the final-jump offset does not apply).
-	Path        *Model
-	PathOffsets TimeOffsets
 	// MaxDuration stops training (after a checkpoint) once exceeded.
 	MaxDuration time.Duration
 	// Backend runs the training steps on another tensor backend, such as
@@ -202,18 +188,8 @@ type TrainOptions struct {
 	Backend tensor.Backend
 }
 
-// Checkpoint files in TrainOptions.Dir: ModelFile is the sampling model
-// with the best validation score (or the final one without validation),
-// LastFile the sampling model (EMA weights) of the latest checkpoint, and
-// StateFile the resumable training state.
-const (
-	ModelFile = "flow.safetensors"
-	LastFile  = "last.safetensors"
-	StateFile = "state.safetensors"
-)
-
-// NodeCountHistogram returns counts[n] = number of graphs with n nodes.
-func NodeCountHistogram(gs []*graph.Graph) []int {
+// nodeCountHistogram returns counts[n] = number of graphs with n nodes.
+func nodeCountHistogram(gs []*graph.Graph) []int {
 	var c []int
 	for _, g := range gs {
 		for len(c) <= g.N() {
@@ -239,11 +215,13 @@ func sampleTime(r *tensor.RNG, n int, mean, std float64) []float64 {
 	return t
 }
 
-// Loss computes the flow-matching loss of net on a batch x1 (B, N, d) with
-// mask (B, N), drawing noise, times and the self-conditioning decision
-// from r. It is exported for benchmarks and tests.
-func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *autograd.Var {
-	l, _ := prepareBatch(cfg, x1, mask, r).loss(tp, net, cfg, r, nil)
+// Loss returns the flow-matching loss of c's training (its training-time
+// distribution and self-conditioning) of net on a batch x1 (B, N, d) of
+// latents in the flow's space with mask (B, N), drawing noise, times and
+// the self-conditioning decision from r: one step of Train without the
+// decoder term and conditions, for benchmarks and tests of the step.
+func (c Config) Loss(tp *autograd.Tape, net *dit.Model, x1, mask *tensor.Tensor, r *tensor.RNG) *autograd.Var {
+	l, _ := prepareBatch(c, x1, mask, r).loss(tp, net, c, r, nil)
 	return l
 }
 
@@ -253,15 +231,12 @@ func Loss(tp *autograd.Tape, net *dit.Model, cfg Config, x1, mask *tensor.Tensor
 type decoderTerm struct {
 	ae     *vae.Model // frozen
 	weight float64
-	target Target
-	// scale is the flow's global latent scale; mean and std (1, 1, d),
-	// when not nil, its per-dimension standardisation.
-	scale     float64
-	mean, std *tensor.Tensor
+	// scale is the flow's global latent scale.
+	scale float64
 }
 
 // newDecoderTerm returns the decoder term of m's training (nil when
-// cfg.DecoderWeight is 0), with m's scale or standardisation set.
+// cfg.DecoderWeight is 0), with m's scale set.
 func newDecoderTerm(cfg Config, ae *vae.Model, m *Model) (*decoderTerm, error) {
 	if cfg.DecoderWeight == 0 {
 		return nil, nil
@@ -270,23 +245,15 @@ func newDecoderTerm(cfg Config, ae *vae.Model, m *Model) (*decoderTerm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("flow: decoder loss: %w", err)
 	}
-	d := &decoderTerm{ae: frozen, weight: cfg.DecoderWeight, target: cfg.Target, scale: m.Scale}
-	if m.Mean != nil {
-		d.std, d.mean = m.perDim(ae.Cfg.Latent, ae.DType(), false)
-	}
-	return d, nil
+	return &decoderTerm{ae: frozen, weight: cfg.DecoderWeight, scale: m.Scale}, nil
 }
 
-// dataEstimate returns the coefficients (B, 1, 1) that give the
-// denoiser's estimate of the data from its prediction at times t:
-// x̂1 = base + coef·pred, with base = xt for a velocity prediction
-// (x̂1 = xt + (1-t)·v̂) and base = xt/t for a noise prediction
+// dataEstimate returns the coefficients that give the denoiser's
+// estimate of the data from its noise prediction at times t:
+// x̂1 = base + coef·pred, with base = xt/t and coef (B, 1, 1) = -(1-t)/t
 // (x̂1 = (xt - (1-t)·x̂0)/t).
-func dataEstimate(target Target, xt *tensor.Tensor, t []float64) (base, coef *tensor.Tensor) {
+func dataEstimate(xt *tensor.Tensor, t []float64) (base, coef *tensor.Tensor) {
 	dt := xt.DType()
-	if target == PredictVelocity {
-		return xt.Clone(), perGraph(dt, t, func(v float64) float64 { return 1 - v })
-	}
 	inv := perGraph(dt, t, func(v float64) float64 { return 1 / v })
 	return tensor.Mul(nil, xt, inv), perGraph(dt, t, func(v float64) float64 { return -(1 - v) / v })
 }
@@ -307,15 +274,10 @@ func (d *decoderTerm) prepare(p *preparedBatch, train *vae.Dataset, idx []int) {
 // latentMap returns base and coef of z = base + coef·pred, the LG-VAE
 // latents of the data estimate from the prediction pred at xt and times t.
 func (d *decoderTerm) latentMap(xt *tensor.Tensor, t []float64) (base, coef *tensor.Tensor) {
-	base, coef = dataEstimate(d.target, xt, t)
-	if d.mean == nil {
-		tensor.MulScalar(base, base, 1/d.scale)
-		tensor.MulScalar(coef, coef, 1/d.scale)
-		return base, coef
-	}
-	tensor.Mul(base, base, d.std)
-	tensor.Add(base, base, d.mean)
-	return base, tensor.Mul(nil, coef, d.std) // coef (B, 1, d)
+	base, coef = dataEstimate(xt, t)
+	tensor.MulScalar(base, base, 1/d.scale)
+	tensor.MulScalar(coef, coef, 1/d.scale)
+	return base, coef
 }
 
 // lossOf returns the decoder loss of the prediction pred of the prepared
@@ -326,7 +288,7 @@ func (d *decoderTerm) lossOf(tp *autograd.Tape, pred *autograd.Var, p *preparedB
 	return d.ae.DecoderLoss(tp, z, p.graphs)
 }
 
-// preparedBatch is the host-side part of a training step (Loss): the
+// preparedBatch is the host-side part of a training step (loss): the
 // noised latents, their times, the regression target and the loss
 // weights, all on the CPU.
 type preparedBatch struct {
@@ -353,12 +315,8 @@ func prepareBatch(cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *preparedB
 	x0 := tensor.RandN(r, x1.DType(), B, N, d)
 	mask3 := mask.Reshape(B, N, 1)
 	tensor.Mul(x0, x0, mask3)
-	if cfg.OTCoupling {
-		x0 = otCouple(x0, x1, mask)
-	}
 	xt := pathPoint(x1, x0, t)
-	// Per-graph weights: mask / (n_valid * d * B) and, for x0 prediction,
-	// 1 / max(t, 0.1)^2.
+	// Per-graph weights: mask / (n_valid * d * B · max(t, 0.1)^2).
 	w := tensor.New(x1.DType(), B, N, 1)
 	md := mask.To(tensor.Float64).Data64()
 	for b := range B {
@@ -370,18 +328,12 @@ func prepareBatch(cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *preparedB
 			continue
 		}
 		c := 1 / (nv * float64(d) * float64(B))
-		if cfg.Target == PredictX0 {
-			c /= math.Pow(max(t[b], 0.1), 2)
-		}
+		c /= math.Pow(max(t[b], 0.1), 2)
 		for j := range N {
 			w.Set(c*md[b*N+j], b, j, 0)
 		}
 	}
-	target := x0
-	if cfg.Target == PredictVelocity {
-		target = tensor.Sub(nil, x1, x0)
-	}
-	return &preparedBatch{xt: xt, mask: mask, target: target, w: w, t: t}
+	return &preparedBatch{xt: xt, mask: mask, target: x0, w: w, t: t}
 }
 
 // loss runs net on the prepared batch (brought to the network's backend)
@@ -411,24 +363,6 @@ func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *t
 	return tp.Add(fm, tp.MulScalar(dl, dec.weight)), nil
 }
 
-// otCouple returns the noise x0 (B, N, d) with each graph's tokens
-// permuted to match the data x1 at minimal squared distance (Config.OTCoupling).
-func otCouple(x0, x1, mask *tensor.Tensor) *tensor.Tensor {
-	B, N, d := x0.Dim(0), x0.Dim(1), x0.Dim(2)
-	md := mask.To(tensor.Float64).Data64()
-	sizes := make([]int, B)
-	for b := range B {
-		for j := range N {
-			if md[b*N+j] != 0 {
-				sizes[b]++
-			}
-		}
-	}
-	a := x0.To(tensor.Float64).Contiguous().Clone()
-	couple(a.Data64(), x1.On(tensor.CPU).To(tensor.Float64).Contiguous().Data64(), sizes, N, d)
-	return a.To(x0.DType())
-}
-
 // Train trains an LG-Flow model in the latent space of the frozen ae on the
 // training set train (with its latents precomputed by EncodeLatents). A
 // failure of the backend's device (out of memory, tensor.ErrDevice) is
@@ -449,11 +383,6 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	}
 	if len(lat.Mu) != len(train.Graphs) || len(lat.Mu) == 0 {
 		return nil, fmt.Errorf("flow: %d latents for %d training graphs", len(lat.Mu), len(train.Graphs))
-	}
-	if cfg.PathLead > 0 {
-		if err := checkPath(opts.Path, cfg, ae, opts.PathOffsets); err != nil {
-			return nil, err
-		}
 	}
 	var schema *Condition
 	if lat.Cond != nil {
@@ -492,14 +421,11 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: cfg, VAE: ae, NodeCounts: NodeCountHistogram(train.Graphs), Cond: cloneCondition(schema)}
+	m := &Model{Cfg: cfg, VAE: ae, NodeCounts: nodeCountHistogram(train.Graphs), Cond: cloneCondition(schema)}
 	n := len(train.Graphs)
 	first := trainer.BatchOrder(cfg.Seed^0xf10f10, n, cfg.BatchSize, 0)
 	m.Scale = lat.latentScale(first, cfg.SampleLatents, tensor.NewRNG(cfg.Seed^0x5ca1e))
-	if cfg.Standardize {
-		m.Scale = 1
-		m.Mean, m.Std = lat.latentStats()
-	} else if opts.Init != nil {
+	if opts.Init != nil {
 		if m.Scale, err = initScale(ctx, opts.Init, ae, train, lat, first); err != nil {
 			return nil, err
 		}
@@ -542,9 +468,6 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		}
 	}
 	meta[metaScale] = fmt.Sprint(m.Scale)
-	if p := opts.Path; cfg.PathLead > 0 && !(p.Scale == m.Scale && slices.Equal(p.Mean, m.Mean) && slices.Equal(p.Std, m.Std)) {
-		return nil, fmt.Errorf("flow: the path flow scales the latents otherwise (scale %g, this flow's %g): train from it (-init) to share its scaling", p.Scale, m.Scale)
-	}
 	dec, err := newDecoderTerm(cfg, ae, m)
 	if err != nil {
 		return nil, err
@@ -599,13 +522,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 		// path points) while this one runs.
 		Prepare: func(step int, batch []int, r *tensor.RNG) func() error {
 			x1, mask := lat.batchLatents(batch, m.Scale, cfg.SampleLatents, r)
-			if cfg.Standardize {
-				m.toFlow(x1, mask) // Scale is 1: standardise per dimension
-			}
 			pb := prepareBatch(cfg, x1, mask, r)
-			if cfg.PathLead > 0 {
-				pb.followPath(opts.Path, cfg, opts.PathOffsets, x1)
-			}
 			if dec != nil {
 				dec.prepare(pb, train, batch)
 			}
@@ -652,7 +569,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 			if err != nil {
 				return trainer.Score{}, err
 			}
-			gs, err := Sample(ctx, s, cfg.ValSamples, WithSeed(cfg.Seed+uint64(step)), WithSteps(cfg.ValSteps))
+			gs, err := Sample(ctx, s, cfg.ValSamples, WithSeed(cfg.Seed+uint64(step)), WithSettings(func(s *Sampler) { s.Steps = cfg.ValSteps }))
 			if err != nil {
 				return trainer.Score{}, err
 			}
@@ -701,8 +618,6 @@ func initFrom(net *dit.Model, init *Model, cfg Config) error {
 	switch {
 	case init.Cfg.DiT != cfg.DiT && init.Cfg.DiT != shared:
 		return fmt.Errorf("flow: the initial denoiser is %+v, this flow's %+v", init.Cfg.DiT, cfg.DiT)
-	case init.Cfg.Standardize != cfg.Standardize:
-		return fmt.Errorf("flow: the initial denoiser worked on %s latents, this flow on %s ones", latentForm(init.Cfg.Standardize), latentForm(cfg.Standardize))
 	}
 	sd := nn.StateDict(net)
 	for k, v := range sd {
@@ -737,23 +652,22 @@ func orNone(s string) string {
 }
 
 // resumable reports whether a checkpoint written under saved can continue
-// under cfg: the step count, the learning rate and its cooldown, the training-time
-// distribution, the noise pairing (OTCoupling) and the validation and
-// checkpoint cadence may change, nothing else.
+// under cfg: the step count, the learning rate and its cooldown, the
+// training-time distribution, the batching, the decoder loss, the
+// condition dropout and the validation and checkpoint cadence may change,
+// nothing else.
 func resumable(saved, cfg Config) bool {
 	saved.Steps, saved.ValEvery, saved.ValSamples, saved.ValSteps, saved.CheckpointEvery =
 		cfg.Steps, cfg.ValEvery, cfg.ValSamples, cfg.ValSteps, cfg.CheckpointEvery
-	// The training-time distribution, the noise pairing and the batching
-	// (its order is a pure function of seed, step and batch size) change
-	// only which paths the next steps train on: a run may switch them.
+	// The training-time distribution and the batching (its order is a
+	// pure function of seed, step and batch size) change only which paths
+	// the next steps train on: a run may switch them.
 	saved.LR, saved.Cooldown = cfg.LR, cfg.Cooldown
-	saved.TimeMean, saved.TimeStd, saved.OTCoupling, saved.BucketBySize = cfg.TimeMean, cfg.TimeStd, cfg.OTCoupling, cfg.BucketBySize
+	saved.TimeMean, saved.TimeStd, saved.BucketBySize = cfg.TimeMean, cfg.TimeStd, cfg.BucketBySize
 	// The decoder loss changes the objective, not the model: a flow may
 	// be fine-tuned with it from its flow-matching state. So does the
 	// condition dropout.
 	saved.DecoderWeight, saved.CondDrop = cfg.DecoderWeight, cfg.CondDrop
-	// So do the path's training points.
-	saved.PathLead, saved.PathSteps = cfg.PathLead, cfg.PathSteps
 	saved.BatchSize = cfg.BatchSize
 	return saved == cfg
 }
@@ -807,4 +721,20 @@ func nodeCountsIf(bucket bool, l *Latents) []int {
 		sizes[i] = mu.Dim(0)
 	}
 	return sizes
+}
+
+// pathPoint returns x0 + t·(x1 - x0) with one time per graph.
+func pathPoint(x1, x0 *tensor.Tensor, t []float64) *tensor.Tensor {
+	x := tensor.Sub(nil, x1, x0)
+	tensor.Mul(x, x, perGraph(x1.DType(), t, func(v float64) float64 { return v }))
+	return tensor.Add(x, x, x0)
+}
+
+// perGraph returns f of each graph's time as a (B, 1, 1) tensor.
+func perGraph(dt tensor.DType, t []float64, f func(float64) float64) *tensor.Tensor {
+	c := tensor.New(dt, len(t), 1, 1)
+	for b, v := range t {
+		c.Set(f(v), b, 0, 0)
+	}
+	return c
 }

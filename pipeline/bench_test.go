@@ -103,7 +103,7 @@ func BenchmarkSampleShippedPlanar256(b *testing.B) {
 		opts []flow.SampleOption
 	}{
 		{"shipped", nil},
-		{"uniform100", []flow.SampleOption{flow.WithSteps(100), flow.WithTimeShift(1)}},
+		{"uniform100", []flow.SampleOption{flow.WithSettings(func(s *flow.Sampler) { s.Steps, s.TimeShift = 100, 1 })}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			samplebench.Report(b, samplebench.Run(b, m, 256, c.opts...), 256)

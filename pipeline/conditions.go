@@ -16,6 +16,7 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph"
+	"lgflow/metrics"
 )
 
 // ConditionTable holds the conditions of a set of graphs as the data
@@ -271,7 +272,7 @@ func ReadConditionFile(path string, n int) (*ConditionTable, error) {
 }
 
 // PropertyConditions computes the built-in properties names
-// (flow.BuiltinProperties) of every graph of gs.
+// (metrics.BuiltinProperties) of every graph of gs.
 func PropertyConditions(gs []*graph.Graph, names []string) (*ConditionTable, error) {
 	if len(names) == 0 {
 		return nil, errors.New("pipeline: no property names")
@@ -281,7 +282,7 @@ func PropertyConditions(gs []*graph.Graph, names []string) (*ConditionTable, err
 			return nil, fmt.Errorf("pipeline: the property %s given twice", name)
 		}
 	}
-	vals, err := flow.GraphProperties(gs, names...)
+	vals, err := metrics.GraphProperties(gs, names...)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,7 @@ import (
 //	-n -batch -seed        samples, sampling batch, seed
 //	-steps -time-shift     the time grid (default: the recipe's with the shipped models,
 //	                       else flow.Sample's)
-//	-method -edge-rule -edge-margin -fill -reencode -temperature -final-jump
+//	-edge-rule -edge-margin -fill -temperature -final-jump
 //	                       sampler settings (default: the recipe's, else flow.Sample's)
 //	-constrained -complete the recipe's constrained or complete alternative
 //	-recipe NAME           the recipe's alternative NAME (e.g. paper)
@@ -54,8 +54,7 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.StringVar(&o.FlowPath, "flow", "", "LG-Flow checkpoint (default pretrained/<dataset>/flow.safetensors, or the one -train makes)")
 	fs.IntVar(&o.N, "n", 0, "graphs to sample (0: the paper's number for the dataset)")
 	fs.IntVar(&o.Steps, "steps", 0, "sampler steps (0: the recipe's grid with the shipped models, unless -time-shift is given; else flow.Sample's default, 100)")
-	fs.Float64Var(&o.TimeShift, "time-shift", 0, "warp the time grid, t = s·u/(1+(s-1)·u): s > 1 makes the steps near the noise longer, those near the data shorter (flow.WithTimeShift; 0: the recipe's grid with the shipped models, unless -steps is given; else uniform)")
-	fs.StringVar(&o.Method, "method", "", "integrator: euler (one denoiser pass a step) or heun (two); default: flow.Sample's, euler")
+	fs.Float64Var(&o.TimeShift, "time-shift", 0, "warp the time grid, t = s·u/(1+(s-1)·u): s > 1 makes the steps near the noise longer, those near the data shorter (flow.Sampler.TimeShift; 0: the recipe's grid with the shipped models, unless -steps is given; else uniform)")
 	fs.IntVar(&o.Batch, "batch", 0, "sampling batch size (0: the recipe's, else the dataset's default)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "sampling seed")
 	fs.StringVar(&o.EdgeRule, "edge-rule", "", "decoding of undirected edges: or (the reference rule), and (both directions must agree), mean (mean score); default: the recipe's, else flow.Sample's")
@@ -63,11 +62,10 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.BoolVar(&o.Complete, "complete", false, "the shipped models' recipe \"complete\": complete the samples that decode valid: add the missing pairs of edge confidence at least -fill (default: the dataset's, -4 for planar), most confident first, while they stay valid; invalid samples stay as decoded, so validity is the decoder's own (vae.WithEdgeCompletion; not the paper's decoder)")
 	fs.StringVar(&o.Recipe, "recipe", "", "the bundle's recipe alternative to sample with (e.g. paper: the paper's decoder where the default decodes under a constraint, as for tree and planar-128; none: no recipe, flow.Sample's defaults; default: the recipe's default)")
 	fill := fs.Float64("fill", 0, "with -constrained or -complete: add the missing pairs of edge confidence (logit over no-edge) at least this back, most confident first, while the constraint holds (vae.WithEdgeFill; with -complete: while the sample stays valid; default: the dataset's, -4 for planar, -8 for planar-128/256/512, none elsewhere; inf: none)")
-	fs.IntVar(&o.Reencode, "reencode", 0, "re-encoding search after decoding: compare each graph with its variants in its N least confident pairs and keep the one whose encoding is nearest to the latents (vae.WithReencode; 0: off; not the paper's decoder)")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the recipe's, else the LG-VAE's own, 0 with -constrained unless only connectivity is enforced; 0: the argmax; larger: fewer spurious edges, more valid planar graphs, worse MMDs)")
 	fs.Float64Var(&o.Temperature, "temperature", 0, "scale of the initial noise (0: the recipe's, else flow.Sample's default, 1)")
 	fs.Float64Var(&o.FinalJump, "final-jump", 0, "integrate to this time, then take the denoiser's one-step estimate (0: the recipe's, else flow.Sample's default, 0.95; 1: none)")
-	fs.StringVar(&o.ExpertPath, "expert", "", "LG-Flow whose denoiser replaces the flow's from -expert-from on, without the recipe's settings (flow.WithExpert; default: the recipe's experts; none: no expert and no recipe, the paper's single denoiser at flow.Sample's defaults)")
+	fs.StringVar(&o.ExpertPath, "expert", "", "LG-Flow whose denoiser replaces the flow's from -expert-from on, without the recipe's settings (flow.Expert; default: the recipe's experts; none: no expert and no recipe, the paper's single denoiser at flow.Sample's defaults)")
 	fs.Float64Var(&o.ExpertFrom, "expert-from", 0, "first time at which the expert's denoiser is used (0: flow.DefaultExpertFrom for -expert, the recipe's for its own expert)")
 	fs.BoolVar(&o.Train, "train", false, "run the whole pipeline: data, LG-VAE and LG-Flow training (resumable, in -out), then sampling")
 	fs.StringVar(&o.Preset, "preset", "cpu", "with -train: model presets, cpu (two cores) or paper (a GPU)")
@@ -79,10 +77,9 @@ func Main(ctx context.Context, name, dataset string, args []string, stdout, stde
 	fs.StringVar(&o.Data.Dir, "data", "", "data directory holding ego/ and tpu_tile/ (default: $LGFLOW_DATA, else ../shared/data beside go.mod)")
 	fs.Uint64Var(&o.Data.Seed, "data-seed", 0, "seed of the synthetic datasets")
 	var offsets flow.TimeOffsets
-	fs.Float64Var(&offsets.Step, "step-offset", 0, "time offset of the denoiser at the steps from -step-offset-from on, before the final one (flow.WithTimeOffsets; default, unless one of the three offset flags is given: the recipe's, else none)")
+	fs.Float64Var(&offsets.Step, "step-offset", 0, "time offset of the denoiser at the steps from -step-offset-from on, before the final one (flow.TimeOffsets; default, unless one of the three offset flags is given: the recipe's, else none)")
 	fs.Float64Var(&offsets.From, "step-offset-from", 0, "first time -step-offset and -jump-offset apply at (a final step that starts earlier is not shifted)")
-	fs.Float64Var(&offsets.Jump, "jump-offset", 0, "time offset of the denoiser at the final jump to the data (flow.WithTimeOffsets)")
-	fs.Float64Var(&o.Stochasticity, "stochasticity", 0, "share of the estimated noise each Euler step replaces by fresh noise, in [0, 1] (flow.WithStochasticity; 0: the deterministic ODE)")
+	fs.Float64Var(&offsets.Jump, "jump-offset", 0, "time offset of the denoiser at the final jump to the data (flow.TimeOffsets)")
 	device := fs.String("device", "cpu", "where training steps and the denoiser run: cpu or cuda (an NVIDIA GPU)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -68,12 +68,12 @@ type Options struct {
 	// settings (flow.Sample's defaults without a recipe) only when set
 	// (non-zero, non-empty).
 	// EdgeRule is a vae.ParseEdgeRule name: or, and, mean. EdgeMargin is
-	// flow.WithEdgeMargin's (nil: the decoder's default, the LG-VAE's own
+	// flow.Sampler.EdgeMargin (nil: the decoder's default, the LG-VAE's own
 	// margin, or the argmax under a planarity, acyclicity or tree
 	// constraint: vae.WithEdgeMargin).
 	Steps    int
 	EdgeRule string
-	// TimeShift warps the time grid (flow.WithTimeShift; 0: uniform). With
+	// TimeShift warps the time grid (flow.Sampler.TimeShift; 0: uniform). With
 	// Steps, it is the grid: either one set replaces the recipe's grid,
 	// steps and shift together.
 	TimeShift  float64
@@ -104,16 +104,11 @@ type Options struct {
 	// (flow.WithRecipe; for example "paper", the paper's decoder where the
 	// default decodes under a constraint). "" : the default, or the
 	// alternative Constrained or Complete names, which Recipe excludes.
-	Recipe string
-	// Reencode is vae.WithReencode's number of candidate pairs per graph,
-	// with ReencodeRounds rounds (0: no re-encoding search).
-	Reencode    int
+	Recipe      string
 	Temperature float64
 	FinalJump   float64
-	// Method is the integrator, a flow.Method name (euler, heun; "": flow.Sample's default).
-	Method string
 	// ExpertPath names an LG-Flow whose denoiser replaces the flow's from
-	// time ExpertFrom on (flow.WithExpert; 0: flow.DefaultExpertFrom), and
+	// time ExpertFrom on (flow.Expert; 0: flow.DefaultExpertFrom), and
 	// the run then samples without the bundle's recipe, whose settings are
 	// for its own experts. Empty: the recipe's experts, if any; NoExpert:
 	// none, and no recipe (the flow alone at flow.Sample's defaults).
@@ -121,12 +116,9 @@ type Options struct {
 	// recipe's expert.
 	ExpertPath string
 	ExpertFrom float64
-	// Offsets are the denoiser's time offsets (flow.WithTimeOffsets). nil:
+	// Offsets are the denoiser's time offsets (flow.Sampler.Offsets). nil:
 	// the recipe's, none without a recipe.
 	Offsets *flow.TimeOffsets
-	// Stochasticity is flow.WithStochasticity's eta (0: the deterministic
-	// ODE, the paper's sampler).
-	Stochasticity float64
 
 	// Data configures dataset loading (data directory, synthetic seed,
 	// split sizes).
@@ -148,11 +140,6 @@ func (o Options) expertFrom() float64 {
 	return flow.DefaultExpertFrom
 }
 
-// ReencodeRounds bounds the rounds of the re-encoding search that
-// Options.Reencode asks for: on the planar test latents the search settles
-// within five.
-const ReencodeRounds = 8
-
 // fill returns the edge-fill bound of runs without a recipe for their
 // decoding: Options.Fill, else the dataset's under constrained decoding or
 // completion, else nil.
@@ -172,8 +159,6 @@ func (o Options) check(spec Spec) error {
 	switch {
 	case o.Steps < 0 || o.Temperature < 0 || o.FinalJump < 0 || o.ExpertFrom < 0 || o.TimeShift < 0 || o.Batch < 0:
 		return fmt.Errorf("pipeline: negative sampler setting (steps %d, time shift %g, temperature %g, final jump %g, expert from %g, batch %d)", o.Steps, o.TimeShift, o.Temperature, o.FinalJump, o.ExpertFrom, o.Batch)
-	case o.Reencode < 0:
-		return fmt.Errorf("pipeline: negative re-encoding candidates %d", o.Reencode)
 	case o.Constrained && o.Complete:
 		return errors.New("pipeline: completion and constrained decoding exclude each other (constrained decoding fills every sample)")
 	case o.Recipe != "" && (o.Constrained || o.Complete):
@@ -191,11 +176,6 @@ func (o Options) check(spec Spec) error {
 		if _, err := vae.ParseEdgeRule(o.EdgeRule); err != nil {
 			return err
 		}
-	}
-	switch m := flow.Method(o.Method); m {
-	case "", flow.Euler, flow.Heun:
-	default:
-		return fmt.Errorf("pipeline: unknown sampler method %q (euler or heun)", o.Method)
 	}
 	if o.ExpertPath != "" && o.ExpertPath != NoExpert {
 		if _, err := safetensors.Stat(o.ExpertPath); err != nil {
@@ -313,14 +293,8 @@ func (o Options) sampling(spec Spec, fm *flow.Model) (*sampling, error) {
 	if o.FinalJump > 0 {
 		s.FinalJump = o.FinalJump
 	}
-	if o.Method != "" {
-		s.Method = flow.Method(o.Method)
-	}
 	if o.Offsets != nil {
 		s.Offsets = *o.Offsets
-	}
-	if o.Stochasticity != 0 {
-		s.Stochasticity = o.Stochasticity
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("pipeline: sampler settings: %w", err)
@@ -329,19 +303,15 @@ func (o Options) sampling(spec Spec, fm *flow.Model) (*sampling, error) {
 }
 
 // options returns the flow.Sample options of the sampling (without
-// progress).
+// progress): the settings, with the dataset's decoding and the expert of
+// one's own where the run has them.
 func (r *sampling) options(o Options) []flow.SampleOption {
-	opts := []flow.SampleOption{flow.WithSampler(r.s), flow.WithSeed(o.Seed)}
-	if len(r.decode) > 0 {
-		opts = append(opts, flow.WithDecodeOptions(r.decode...))
-	}
-	if o.Reencode > 0 {
-		opts = append(opts, flow.WithDecodeOptions(vae.WithReencode(o.Reencode, ReencodeRounds)))
-	}
+	s := r.s
+	s.Decode = r.decode
 	if r.expert != nil {
-		opts = append(opts, flow.WithExpert(r.expert, o.expertFrom()))
+		s.Experts = []flow.Expert{{File: o.ExpertPath, From: o.expertFrom(), Model: r.expert}}
 	}
-	return opts
+	return []flow.SampleOption{flow.WithSampler(s), flow.WithSeed(o.Seed)}
 }
 
 // specDecode returns the decode options of the dataset's constraint

@@ -585,16 +585,12 @@ func TestSampleOptionsBad(t *testing.T) {
 		ok   bool
 	}{
 		{"defaults", Options{}, true},
-		{"heun", Options{Method: "heun"}, true},
-		{"euler", Options{Method: "euler"}, true},
-		{"unknown method", Options{Method: "rk4"}, false},
 		{"negative steps", Options{Steps: -1}, false},
 		{"negative temperature", Options{Temperature: -0.5}, false},
 		{"unknown edge rule", Options{EdgeRule: "xor"}, false},
 		{"fill without constrained decoding", Options{Fill: ptr(-2.0)}, false},
 		{"fill under constrained decoding", Options{Constrained: true, Fill: ptr(-2.0)}, true},
 		{"completion", Options{Complete: true}, true},
-		{"stochastic steps", Options{Stochasticity: 0.02}, true},
 		{"completion under constrained decoding", Options{Constrained: true, Complete: true}, false},
 		{"negative expert time", Options{ExpertFrom: -1}, false},
 		{"missing expert", Options{ExpertPath: "nope.safetensors"}, false},

@@ -24,27 +24,23 @@ type Report struct {
 	// decoding).
 	NSamples      int     `json:"n_samples"`
 	SampleSeconds float64 `json:"sample_seconds"`
-	// Steps, Method, EdgeRule, EdgeMargin, Temperature and FinalJump are the sampler settings
+	// Steps, EdgeRule, EdgeMargin, Temperature and FinalJump are the sampler settings
 	// the run sampled with (the recipe's and the run's own); 0 and "" mean flow.Sample's defaults.
 	Steps int `json:"steps"`
-	// TimeShift is the time grid's warp (flow.WithTimeShift), if any.
+	// TimeShift is the time grid's warp (flow.Sampler.TimeShift), if any.
 	TimeShift float64 `json:"time_shift,omitempty"`
-	Method    string  `json:"method,omitempty"`
 	Seed      uint64  `json:"seed"`
 	EdgeRule  string  `json:"edge_rule"`
-	// TimeOffsets are the denoiser's time offsets (flow.WithTimeOffsets),
+	// TimeOffsets are the denoiser's time offsets (flow.Sampler.Offsets),
 	// if any.
 	TimeOffsets *flow.TimeOffsets `json:"time_offsets,omitempty"`
-	// Stochasticity is the sampler's stochasticity (flow.WithStochasticity), if any.
-	Stochasticity float64  `json:"stochasticity,omitempty"`
-	EdgeMargin    *float64 `json:"edge_margin,omitempty"`
-	Constrained   bool     `json:"constrained,omitempty"`
+	EdgeMargin  *float64          `json:"edge_margin,omitempty"`
+	Constrained bool              `json:"constrained,omitempty"`
 	// Complete says the valid samples were completed (Options.Complete),
 	// with the bound Fill.
 	Complete bool `json:"complete,omitempty"`
 	// Fill is the bound of constrained decoding's edge fill (vae.WithEdgeFill) or of the completion, if any.
 	Fill        *float64 `json:"fill,omitempty"`
-	Reencode    int      `json:"reencode,omitempty"`
 	Temperature float64  `json:"temperature,omitempty"`
 	FinalJump   float64  `json:"final_jump,omitempty"`
 	Hardware    string   `json:"hardware"`
@@ -91,7 +87,7 @@ type Report struct {
 	Models struct {
 		VAE  string `json:"vae"`
 		Flow string `json:"flow"`
-		// Expert is the expert denoiser (flow.WithExpert), used from
+		// Expert is the expert denoiser (flow.Expert), used from
 		// ExpertFrom on, if any (several: comma-separated, ExpertFrom the
 		// first's).
 		Expert     string  `json:"expert,omitempty"`
@@ -105,15 +101,9 @@ type Report struct {
 
 func newReport(spec Spec, o Options, n int) *Report {
 	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Seed: o.Seed, Hardware: hardware(),
-		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained, Reencode: o.Reencode}
+		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained}
 	if o.Constrained {
 		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint ("+spec.ConstraintName+"), which the paper's sampler does not do; validity is then partly by construction")
-	}
-	if o.Stochasticity != 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("stochastic steps: each Euler step replaces a share %g of the estimated noise by fresh noise (flow.WithStochasticity); the paper integrates the ODE", o.Stochasticity))
-	}
-	if o.Reencode > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("re-encoding search: each decoded graph compared with its variants in its %d least confident pairs, keeping the one whose encoding is nearest to the latents (vae.WithReencode); not the paper's decoder", o.Reencode))
 	}
 	return r
 }
@@ -122,8 +112,8 @@ func newReport(spec Spec, o Options, n int) *Report {
 // from the bundle in dir where they come from its recipe.
 func (r *Report) setSampling(sm *sampling, o Options, dir string) {
 	s := sm.s
-	r.Steps, r.TimeShift, r.Method, r.EdgeMargin = s.Steps, s.TimeShift, string(s.Method), s.EdgeMargin
-	r.Temperature, r.FinalJump, r.Stochasticity = s.Temperature, s.FinalJump, s.Stochasticity
+	r.Steps, r.TimeShift, r.EdgeMargin = s.Steps, s.TimeShift, s.EdgeMargin
+	r.Temperature, r.FinalJump = s.Temperature, s.FinalJump
 	r.EdgeRule = s.EdgeRule
 	if t := s.Offsets; !t.Zero() {
 		r.TimeOffsets = &t
@@ -142,11 +132,11 @@ func (r *Report) setSampling(sm *sampling, o Options, dir string) {
 	if s.Steps > 0 || s.TimeShift > 0 && s.TimeShift != 1 {
 		steps, shift := cmp.Or(s.Steps, flow.DefaultSteps), cmp.Or(s.TimeShift, 1)
 		// dt/du is s at the noise and 1/s at the data.
-		r.Notes = append(r.Notes, fmt.Sprintf("time grid: %d steps warped by t = s·u/(1+(s-1)·u), s = %g (flow.WithTimeShift): steps of %.3g near the noise and %.3g near the data",
+		r.Notes = append(r.Notes, fmt.Sprintf("time grid: %d steps warped by t = s·u/(1+(s-1)·u), s = %g (flow.Sampler.TimeShift): steps of %.3g near the noise and %.3g near the data",
 			steps, shift, shift/float64(steps), 1/(shift*float64(steps))))
 	}
 	if t := s.Offsets; !t.Zero() {
-		r.Notes = append(r.Notes, fmt.Sprintf("time offsets: the denoiser evaluated at shifted times (steps from %g on: %+g; the final jump: %+g; flow.WithTimeOffsets); the paper evaluates it at the grid's times", t.From, t.Step, t.Jump))
+		r.Notes = append(r.Notes, fmt.Sprintf("time offsets: the denoiser evaluated at shifted times (steps from %g on: %+g; the final jump: %+g; flow.Sampler.Offsets); the paper evaluates it at the grid's times", t.From, t.Step, t.Jump))
 	}
 	if f := sm.fill; f != nil && !math.IsInf(*f, 1) {
 		r.Fill, r.Complete = f, o.Complete
@@ -164,7 +154,7 @@ func (r *Report) setSampling(sm *sampling, o Options, dir string) {
 		if e.Until > 0 {
 			band += fmt.Sprintf(" until %g", e.Until)
 		}
-		r.Notes = append(r.Notes, fmt.Sprintf("expert denoiser: %s the denoiser is a second LG-Flow (%s; flow.WithExpert); the paper samples with one denoiser", band, p))
+		r.Notes = append(r.Notes, fmt.Sprintf("expert denoiser: %s the denoiser is a second LG-Flow (%s; flow.Expert); the paper samples with one denoiser", band, p))
 		if r.Models.ExpertFrom == 0 {
 			r.Models.ExpertFrom = e.From
 		}
@@ -172,7 +162,7 @@ func (r *Report) setSampling(sm *sampling, o Options, dir string) {
 	if sm.expert != nil {
 		experts = append(experts, o.ExpertPath)
 		r.Models.ExpertFrom = o.expertFrom()
-		r.Notes = append(r.Notes, fmt.Sprintf("expert denoiser: from time %g the denoiser is a second LG-Flow (%s; flow.WithExpert); the paper samples with one denoiser", o.expertFrom(), o.ExpertPath))
+		r.Notes = append(r.Notes, fmt.Sprintf("expert denoiser: from time %g the denoiser is a second LG-Flow (%s; flow.Expert); the paper samples with one denoiser", o.expertFrom(), o.ExpertPath))
 	}
 	r.Models.Expert = strings.Join(experts, ",")
 }
@@ -292,16 +282,9 @@ func width(c Column) int {
 // notes and the hardware.
 func (r *Report) WriteTable(w io.Writer, spec Spec) error {
 	var b strings.Builder
-	method := "Euler"
-	if r.Method == "heun" {
-		method = "Heun"
-	}
-	sampler := fmt.Sprintf("%d %s steps", r.Steps, method)
+	sampler := fmt.Sprintf("%d Euler steps", r.Steps)
 	if r.Steps == 0 {
 		sampler = "flow.Sample's default steps"
-		if r.Method == "heun" {
-			sampler += " (Heun)"
-		}
 	}
 	if r.TimeShift > 0 && r.TimeShift != 1 {
 		sampler += fmt.Sprintf(", time shift %g", r.TimeShift)

@@ -29,9 +29,22 @@ func reportMatMulGFLOPS(b *testing.B, n int) {
 // BenchmarkMatMul measures C = A*B for square float32 matrices with
 // MatMul into a preallocated dst, using every core
 // (runtime.GOMAXPROCS). Compare with BenchmarkMatMulGonum in the same run.
-func BenchmarkMatMul(b *testing.B) {
+func BenchmarkMatMul(b *testing.B) { benchMatMul(b, 0) }
+
+// BenchmarkMatMul1Thread is BenchmarkMatMul on one thread.
+func BenchmarkMatMul1Thread(b *testing.B) { benchMatMul(b, 1) }
+
+// benchMatMul runs the MatMul benchmarks with GOMAXPROCS set to procs in
+// each sub-benchmark (0: as the testing package sets it). It must be set
+// there: the testing package sets GOMAXPROCS (to -test.cpu's value, by
+// default the process's) before every benchmark it runs, sub-benchmarks
+// included, so a value set by the parent benchmark does not reach them.
+func benchMatMul(b *testing.B, procs int) {
 	for _, n := range matMulSizes {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			if procs > 0 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			}
 			x := FromFloat32(matMulBenchData(n, 1), n, n)
 			y := FromFloat32(matMulBenchData(n, 2), n, n)
 			z := New(Float32, n, n)
@@ -41,12 +54,6 @@ func BenchmarkMatMul(b *testing.B) {
 			reportMatMulGFLOPS(b, n)
 		})
 	}
-}
-
-// BenchmarkMatMul1Thread is BenchmarkMatMul with GOMAXPROCS=1.
-func BenchmarkMatMul1Thread(b *testing.B) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	BenchmarkMatMul(b)
 }
 
 // BenchmarkMatMulGonum is the baseline: the same products with gonum's

@@ -32,9 +32,9 @@ func BenchmarkTrainStep(b *testing.B) {
 		warmup bool    // take one untimed step first
 	}{
 		{"paper-planar", vae.Config{K: 16, Latent: 16, PhiWidth: 256, Layers: 16, Width: 256, DeepSet: 16,
-			EdgeClasses: 1, Norm: vae.LayerNorm, KLWeight: 1e-6, SignFlips: true}, 256, 19, false},
+			EdgeClasses: 1, Norm: vae.GraphNorm, KLWeight: 1e-6, SignFlips: true}, 256, 19, false},
 		{"small", vae.Config{K: 16, Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16,
-			EdgeClasses: 1, Norm: vae.LayerNorm, KLWeight: 1e-6, SignFlips: true}, 32, 0.71, true},
+			EdgeClasses: 1, Norm: vae.GraphNorm, KLWeight: 1e-6, SignFlips: true}, 32, 0.71, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			gs := datasets.Planar(64, bc.graphs, 1)

@@ -98,21 +98,7 @@ func TestLoadDamaged(t *testing.T) {
 		f.Add("opt.m.encoder.eig_eps", 1, cfg.K)
 	})
 	// Another architecture's weights under this file's configuration.
-	other := cfg
-	other.DeepSet = 6
-	otherPath := tmp("other.safetensors")
-	if err := newModel(t, other, 1).Save(otherPath, nil); err != nil {
-		t.Fatal(err)
-	}
-	otherFile, err := damage.Read(otherPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherFile.Metadata[trainer.MetaConfig] = base.Metadata[trainer.MetaConfig]
-	mismatched := tmp("mismatched.safetensors")
-	if err := otherFile.Write(mismatched); err != nil {
-		t.Fatal(err)
-	}
+	mismatched := mismatchedFile(t, tmp("other.safetensors"), tmp("mismatched.safetensors"), base, cfg)
 
 	for _, tc := range []struct {
 		name, path string
@@ -168,6 +154,27 @@ func TestLoadDamaged(t *testing.T) {
 func write2(t *testing.T, path string, b []byte) string {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// mismatchedFile saves, at path, the weights of another architecture
+// (configuration c with a wider DeepSet, saved first at otherPath) under
+// the configuration of base.
+func mismatchedFile(t *testing.T, otherPath, path string, base *damage.File, c vae.Config) string {
+	t.Helper()
+	other := c
+	other.DeepSet = 6
+	if err := newModel(t, other, 1).Save(otherPath, nil); err != nil {
+		t.Fatal(err)
+	}
+	otherFile, err := damage.Read(otherPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherFile.Metadata[trainer.MetaConfig] = base.Metadata[trainer.MetaConfig]
+	if err := otherFile.Write(path); err != nil {
 		t.Fatal(err)
 	}
 	return path

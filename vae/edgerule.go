@@ -1,11 +1,13 @@
 package vae
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 
 	"lgflow/graph"
+	"lgflow/tensor"
 )
 
 // EdgeRule decides an undirected edge {i, j} from the decoder's two
@@ -76,8 +78,6 @@ type decodeOptions struct {
 	complete    func(*graph.Graph) bool // WithEdgeCompletion's property
 	completeMin float64                 // WithEdgeCompletion's confidence bound
 	completeSet bool                    // WithEdgeCompletion was given
-
-	reencodeK, reencodeRounds int // WithReencode
 }
 
 // WithEdgeConstraint makes every decoded graph satisfy keep (a property
@@ -199,10 +199,15 @@ func (m *Model) decodeOptions(opts []DecodeOption) (decodeOptions, error) {
 	if err == nil && o.complete != nil && m.Cfg.Directed {
 		err = errors.New("vae: WithEdgeCompletion is for undirected models")
 	}
-	if err == nil {
-		err = m.checkReencode(o)
-	}
 	return o, err
+}
+
+// decodedGraphs turns a decoded batch of padded latents z (B, N, Latent)
+// into graphs under o: the decoder's decisions (graphs). (It also ran the
+// re-encoding search, removed in issue #46: docs/results.md, sessions 10,
+// 18 and 23.)
+func (m *Model) decodedGraphs(_ context.Context, dec *Decoded, _ *tensor.Tensor, o decodeOptions) ([]*graph.Graph, error) {
+	return m.graphs(dec, o), nil
 }
 
 func buildDecodeOptions(opts []DecodeOption) (decodeOptions, error) {

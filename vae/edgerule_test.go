@@ -622,7 +622,6 @@ func TestEdgeCompletion(t *testing.T) {
 		{"with spanning trees", []DecodeOption{WithSpanningTree(), WithEdgeCompletion(all, -1)}},
 		{"with connected", []DecodeOption{WithConnected(), WithEdgeCompletion(all, -1)}},
 		{"with a fill", []DecodeOption{WithEdgeConstraint(all), WithEdgeFill(-1), WithEdgeCompletion(all, -1)}},
-		{"with re-encoding", []DecodeOption{WithReencode(4, 2), WithEdgeCompletion(all, -1)}},
 		{"NaN bound", []DecodeOption{WithEdgeCompletion(all, math.NaN())}},
 		{"nil property", []DecodeOption{WithEdgeCompletion(nil, -1)}},
 		{"nil constraint", []DecodeOption{WithEdgeConstraint(nil)}},

@@ -54,28 +54,6 @@ func ExampleParseEdgeRule() {
 	// mean false <nil>
 }
 
-// ExampleWithReencode decodes planar graphs' latents, perturbed by 1% of
-// their spread, with and without the re-encoding search, and counts the
-// graphs decoded exactly. With the shipped planar LG-VAE the search decodes
-// most of such graphs exactly, against about 70% without it.
-func ExampleWithReencode() {
-	ctx := context.Background()
-	m, gs, z := noisyPlanarLatents(ctx, 0.01)
-	for _, opts := range [][]vae.DecodeOption{nil, {vae.WithReencode(8, 8)}} {
-		out, err := m.DecodeGraphs(ctx, z, opts...)
-		if err != nil {
-			panic(err)
-		}
-		exact := 0
-		for i, g := range out {
-			if graph.FormatGraph6(g) == graph.FormatGraph6(gs[i]) {
-				exact++
-			}
-		}
-		fmt.Printf("%d options: %d of %d decoded exactly\n", len(opts), exact, len(gs))
-	}
-}
-
 // ExampleWithEdgeFill decodes planar graphs' latents, perturbed by 3% of
 // their spread, under planarity and connectivity, with and without the
 // edge fill, and compares the edge counts with the graphs'. Perturbed

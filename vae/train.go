@@ -99,187 +99,292 @@ const (
 // backend's device (out of memory, tensor.ErrDevice) with that error.
 func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset, opts TrainOptions) (_ *Model, err error) {
 	defer tensor.CatchDeviceError(&err)
+	if err := checkTrainArgs(tc, train, opts); err != nil {
+		return nil, err
+	}
+	r, err := newTrainRun(cfg, tc, train, val, opts)
+	if err != nil {
+		return nil, err
+	}
+	state, err := r.openDir()
+	if err != nil {
+		return nil, err
+	}
+	_, err = trainer.Run(ctx, state, r.loop())
+	return r.finish(ctx, err)
+}
+
+// checkTrainArgs rejects the training sets, configuration and options that
+// Train cannot run with, before anything is built.
+func checkTrainArgs(tc TrainConfig, train *Dataset, opts TrainOptions) error {
 	if len(train.Graphs) == 0 {
-		return nil, errors.New("vae: empty training set")
+		return errors.New("vae: empty training set")
 	}
 	if tc.BatchSize <= 0 || tc.Steps <= 0 {
-		return nil, fmt.Errorf("vae: BatchSize and Steps must be positive (got %d, %d)", tc.BatchSize, tc.Steps)
+		return fmt.Errorf("vae: BatchSize and Steps must be positive (got %d, %d)", tc.BatchSize, tc.Steps)
 	}
 	if opts.FreezeEncoder && opts.Init == nil && !opts.Resume {
-		return nil, errors.New("vae: FreezeEncoder needs trained weights (Init or Resume)")
+		return errors.New("vae: FreezeEncoder needs trained weights (Init or Resume)")
 	}
 	if opts.ValNoise < 0 || math.IsNaN(opts.ValNoise) || math.IsInf(opts.ValNoise, 0) {
-		return nil, fmt.Errorf("vae: ValNoise must be finite and >= 0, got %v", opts.ValNoise)
+		return fmt.Errorf("vae: ValNoise must be finite and >= 0, got %v", opts.ValNoise)
 	}
+	return nil
+}
+
+// trainRun is one call of Train: the model being trained, its optimiser,
+// where it writes, and what its training steps and validations leave for
+// progress reports.
+type trainRun struct {
+	cfg        Config
+	tc         TrainConfig
+	opts       TrainOptions
+	train, val *Dataset
+
+	m        *Model
+	settings runSettings
+	onDevice bool // m lives on opts.Backend, not the CPU
+	params   []optim.Param
+	opt      *optim.AdamW
+	sched    optim.WarmupCosine
+	// stepper checks for non-finite values on a GPU every few steps, and
+	// before anything is saved.
+	stepper              *trainer.Stepper
+	meta                 map[string]string // the checkpoints' metadata
+	statePath, modelPath string            // empty without TrainOptions.Dir
+
+	// What the steps and validations leave for Progress.
+	last    *Loss     // the latest step's loss
+	lr      float64   // the latest step's learning rate
+	lastVal *Accuracy // the latest validation accuracy
+	hm      *Model    // the latest validated model, on the CPU
+}
+
+// newTrainRun builds the model of cfg (on opts.Backend when one is given,
+// its weights flattened), its AdamW optimiser and learning-rate schedule,
+// and loads opts.Init's weights into it.
+func newTrainRun(cfg Config, tc TrainConfig, train, val *Dataset, opts TrainOptions) (*trainRun, error) {
 	m, err := New(cfg, tc.Seed)
 	if err != nil {
 		return nil, err
 	}
-	run := runSettings{frozenEncoder: opts.FreezeEncoder, perturb: opts.Perturb}
+	r := &trainRun{
+		cfg: cfg, tc: tc, opts: opts, train: train, val: val, m: m,
+		settings: runSettings{frozenEncoder: opts.FreezeEncoder, perturb: opts.Perturb},
+		last:     &Loss{},
+	}
 	if opts.Perturb != nil && !opts.FreezeEncoder {
 		return nil, errors.New("vae: Perturb needs FreezeEncoder")
 	}
-	onDevice := opts.Backend != nil && opts.Backend != tensor.CPU
-	if onDevice {
+	r.onDevice = opts.Backend != nil && opts.Backend != tensor.CPU
+	if r.onDevice {
 		if err := nn.ToBackend(m, opts.Backend); err != nil {
 			return nil, fmt.Errorf("vae: %w", err)
 		}
 	}
-	// host returns m itself on the CPU, or a CPU copy of it in evaluation
-	// mode (for validation, saving, and the model Train returns).
-	host := func() (*Model, error) {
-		if !onDevice {
-			return m, nil
-		}
-		c, err := New(cfg, tc.Seed)
-		if err != nil {
-			return nil, err
-		}
-		if err := nn.LoadStateDict(c, nn.StateDict(m)); err != nil {
-			return nil, err
-		}
-		return c, nil
-	}
 	if err := trainer.Flatten(m); err != nil {
 		return nil, fmt.Errorf("vae: %w", err)
 	}
-	params := trainer.OptimParams(m)
+	r.params = trainer.OptimParams(m)
 	if opts.FreezeEncoder {
-		params = slices.DeleteFunc(params, func(p optim.Param) bool { return !strings.HasPrefix(p.Name, "decoder.") })
+		r.params = slices.DeleteFunc(r.params, func(p optim.Param) bool { return !strings.HasPrefix(p.Name, "decoder.") })
 	}
-	opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: tc.LR, Beta1: tc.Beta1, Beta2: tc.Beta2, Eps: 1e-8, WeightDecay: tc.WeightDecay})
+	r.opt, err = optim.NewAdamW(r.params, optim.AdamWConfig{LR: tc.LR, Beta1: tc.Beta1, Beta2: tc.Beta2, Eps: 1e-8, WeightDecay: tc.WeightDecay})
 	if err != nil {
 		return nil, err
 	}
-	sched := optim.WarmupCosine{Peak: tc.LR, Min: tc.MinLR, Warmup: tc.Warmup, DecaySteps: tc.Steps}
-	meta := map[string]string{trainer.MetaKind: "lgflow.vae", trainer.MetaConfig: trainer.MarshalMeta(cfg), "train": trainer.MarshalMeta(tc)}
-
+	r.sched = optim.WarmupCosine{Peak: tc.LR, Min: tc.MinLR, Warmup: tc.Warmup, DecaySteps: tc.Steps}
+	r.meta = map[string]string{trainer.MetaKind: "lgflow.vae", trainer.MetaConfig: trainer.MarshalMeta(cfg), "train": trainer.MarshalMeta(tc)}
 	if opts.Init != nil {
-		sd := nn.StateDict(opts.Init)
-		if opts.Init.refine == nil && m.refine != nil {
-			// Adding a refinement network to a trained model: it starts
-			// as initialised (its output at zero), the rest as Init.
-			for _, p := range nn.ParamsOf("decoder.refine", m.refine) {
-				sd[p.Name] = p.V.Value
-			}
-		}
-		if err := nn.LoadStateDict(m, sd); err != nil {
-			return nil, fmt.Errorf("vae: initial weights: %w", err)
-		}
-	}
-	var state trainer.RunState
-	statePath, modelPath := "", ""
-	if opts.Dir != "" {
-		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		if err := loadInit(m, opts.Init); err != nil {
 			return nil, err
 		}
-		statePath, modelPath = filepath.Join(opts.Dir, StateFile), filepath.Join(opts.Dir, ModelFile)
-		if opts.Resume {
-			if _, err := os.Stat(statePath); err == nil {
-				st, err := trainer.LoadState(statePath, m, opt)
-				if err != nil {
-					return nil, fmt.Errorf("vae: resume: %w", err)
-				}
-				var saved Config
-				if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || saved != cfg {
-					return nil, fmt.Errorf("vae: resume: %s was written for a different model configuration", statePath)
-				}
-				if state, err = st.Run("best_val_sample", "best_val_edge"); err != nil {
-					return nil, fmt.Errorf("vae: resume: %s: %w", statePath, err)
-				}
-			}
+	}
+	r.stepper = trainer.NewStepper(r.params, r.opt, tc.ClipNorm)
+	return r, nil
+}
+
+// loadInit copies the starting weights of init into m
+// (TrainOptions.Init).
+func loadInit(m, init *Model) error {
+	sd := nn.StateDict(init)
+	if init.refine == nil && m.refine != nil {
+		// Adding a refinement network to a trained model: it starts
+		// as initialised (its output at zero), the rest as Init.
+		for _, p := range nn.ParamsOf("decoder.refine", m.refine) {
+			sd[p.Name] = p.V.Value
 		}
 	}
-	// The stepper checks for non-finite values on a GPU every few steps,
-	// and before anything is saved.
-	stepper := trainer.NewStepper(params, opt, tc.ClipNorm)
-	checkpoint := func(st trainer.RunState) error {
-		if err := stepper.Check(); err != nil || statePath == "" {
-			return err
-		}
-		return trainer.SaveState(statePath, m, opt, st.Step, st.Meta(meta), nil)
+	if err := nn.LoadStateDict(m, sd); err != nil {
+		return fmt.Errorf("vae: initial weights: %w", err)
 	}
-	var (
-		lastVal *Accuracy
-		last    = &Loss{}
-		lr      float64
-	)
-	validate := val != nil && len(val.Graphs) > 0 && tc.ValEvery > 0
-	loop := trainer.Loop{
-		Seed: tc.Seed, BatchSeed: tc.Seed ^ 0xa5a5a5a5, N: len(train.Graphs), BatchSize: tc.BatchSize,
+	return nil
+}
+
+// openDir creates TrainOptions.Dir and, with Resume, loads the model and
+// optimiser from the training state there, returning the state to run
+// from (the zero RunState for a new run, or without Dir).
+func (r *trainRun) openDir() (trainer.RunState, error) {
+	var state trainer.RunState
+	if r.opts.Dir == "" {
+		return state, nil
+	}
+	if err := os.MkdirAll(r.opts.Dir, 0o755); err != nil {
+		return state, err
+	}
+	r.statePath, r.modelPath = filepath.Join(r.opts.Dir, StateFile), filepath.Join(r.opts.Dir, ModelFile)
+	if !r.opts.Resume {
+		return state, nil
+	}
+	if _, err := os.Stat(r.statePath); err != nil {
+		return state, nil
+	}
+	st, err := trainer.LoadState(r.statePath, r.m, r.opt)
+	if err != nil {
+		return state, fmt.Errorf("vae: resume: %w", err)
+	}
+	var saved Config
+	if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || saved != r.cfg {
+		return state, fmt.Errorf("vae: resume: %s was written for a different model configuration", r.statePath)
+	}
+	if state, err = st.Run("best_val_sample", "best_val_edge"); err != nil {
+		return state, fmt.Errorf("vae: resume: %s: %w", r.statePath, err)
+	}
+	return state, nil
+}
+
+// validating reports whether the run validates: on a non-empty validation
+// set, every TrainConfig.ValEvery steps.
+func (r *trainRun) validating() bool {
+	return r.val != nil && len(r.val.Graphs) > 0 && r.tc.ValEvery > 0
+}
+
+// loop returns the trainer.Loop of the run: its cadence and its step,
+// checkpoint, progress and (when validating) validation functions.
+func (r *trainRun) loop() trainer.Loop {
+	tc, opts := r.tc, r.opts
+	l := trainer.Loop{
+		Seed: tc.Seed, BatchSeed: tc.Seed ^ 0xa5a5a5a5, N: len(r.train.Graphs), BatchSize: tc.BatchSize,
 		Steps: tc.Steps, ValEvery: tc.ValEvery, CheckpointEvery: tc.CheckpointEvery, LogEvery: opts.LogEvery,
-		MaxDuration: opts.MaxDuration, Sizes: sizesIf(tc.BucketBySize, train.Graphs),
-		Step: func(step int, batch []int, r *tensor.RNG) error {
-			lr = sched.LR(step + 1)
-			opt.SetLR(lr)
-			sub := train.Subset(batch)
-			tp := autograd.NewTape()
-			loss, _, err := m.objective(tp, graph.NewBatch(sub.Graphs), sub.Features, Training, r, run)
-			if err != nil {
-				tp.Release()
-				return err
-			}
-			last = loss
-			if err := stepper.Step(tp, loss.Total); err != nil {
-				return fmt.Errorf("edge %v, node %v, kl %v: %w", loss.Edge, loss.Node, loss.KL, err)
-			}
-			return nil
-		},
-		Checkpoint: checkpoint,
-		Progress: func(s trainer.Status) {
-			if opts.Progress == nil {
-				return
-			}
-			best := -1.0
-			if s.Best != nil {
-				best = s.Best.Value
-			}
-			opts.Progress(Progress{Step: s.Step, Steps: s.Steps, Loss: stepper.Loss(), Edge: last.Edge, Node: last.Node, KL: last.KL, LR: lr,
-				Val: lastVal, BestSample: best, Elapsed: s.Elapsed, ETA: s.ETA, StepsPerSecond: s.StepsPerSecond})
-		},
+		MaxDuration: opts.MaxDuration, Sizes: sizesIf(tc.BucketBySize, r.train.Graphs),
+		Step:       r.step,
+		Checkpoint: r.checkpoint,
+		Progress:   r.progress,
 	}
-	var hm *Model // the validated model on the CPU
-	if validate {
-		loop.Validate = func(ctx context.Context, step int) (trainer.Score, error) {
-			if err := stepper.Check(); err != nil {
-				return trainer.Score{}, err
-			}
-			var err error
-			if hm, err = host(); err != nil {
-				return trainer.Score{}, err
-			}
-			if err := hm.RecalibrateBatchNorm(ctx, train, tc.BatchSize, recalibrateBatches); err != nil {
-				return trainer.Score{}, err
-			}
-			var acc Accuracy
-			if opts.ValNoise > 0 {
-				acc, _, err = ReconstructNoisy(ctx, hm, val, tc.BatchSize, opts.ValNoise, 1)
-			} else {
-				acc, err = Reconstruct(ctx, hm, val, tc.BatchSize)
-			}
-			if err != nil {
-				return trainer.Score{}, err
-			}
-			lastVal = &acc
-			// Best by sample accuracy, ties (such as 0 early on) broken by
-			// edge accuracy.
-			return trainer.Score{Value: acc.Sample(), TieBreak: acc.Edge()}, nil
-		}
-		loop.SaveBest = func(step int, s trainer.Score) error {
-			if modelPath == "" {
-				return nil
-			}
-			return hm.Save(modelPath, map[string]string{"val_sample_acc": fmt.Sprint(s.Value), "val_edge_acc": fmt.Sprint(s.TieBreak), "step": fmt.Sprint(step)})
-		}
+	if r.validating() {
+		l.Validate = r.validate
+		l.SaveBest = r.saveBest
 	}
-	_, err = trainer.Run(ctx, state, loop)
-	h, herr := host()
+	return l
+}
+
+// step takes one optimiser step on the training graphs batch, at the
+// scheduled learning rate, drawing the latents' noise from rng.
+func (r *trainRun) step(step int, batch []int, rng *tensor.RNG) error {
+	r.lr = r.sched.LR(step + 1)
+	r.opt.SetLR(r.lr)
+	sub := r.train.Subset(batch)
+	tp := autograd.NewTape()
+	loss, _, err := r.m.objective(tp, graph.NewBatch(sub.Graphs), sub.Features, Training, rng, r.settings)
+	if err != nil {
+		tp.Release()
+		return err
+	}
+	r.last = loss
+	if err := r.stepper.Step(tp, loss.Total); err != nil {
+		return fmt.Errorf("edge %v, node %v, kl %v: %w", loss.Edge, loss.Node, loss.KL, err)
+	}
+	return nil
+}
+
+// checkpoint writes the resumable training state st (when the run has a
+// directory), once the weights are known to be finite.
+func (r *trainRun) checkpoint(st trainer.RunState) error {
+	if err := r.stepper.Check(); err != nil || r.statePath == "" {
+		return err
+	}
+	return trainer.SaveState(r.statePath, r.m, r.opt, st.Step, st.Meta(r.meta), nil)
+}
+
+// progress reports s to TrainOptions.Progress with the latest step's loss
+// and the latest validation.
+func (r *trainRun) progress(s trainer.Status) {
+	if r.opts.Progress == nil {
+		return
+	}
+	best := -1.0
+	if s.Best != nil {
+		best = s.Best.Value
+	}
+	last := r.last
+	r.opts.Progress(Progress{Step: s.Step, Steps: s.Steps, Loss: r.stepper.Loss(), Edge: last.Edge, Node: last.Node, KL: last.KL, LR: r.lr,
+		Val: r.lastVal, BestSample: best, Elapsed: s.Elapsed, ETA: s.ETA, StepsPerSecond: s.StepsPerSecond})
+}
+
+// validate scores the model on the validation set by reconstruction
+// (with TrainOptions.ValNoise, of noisy latents) on a CPU copy, which it
+// keeps for saveBest: best by sample accuracy, ties (such as 0 early on)
+// broken by edge accuracy.
+func (r *trainRun) validate(ctx context.Context, step int) (trainer.Score, error) {
+	if err := r.stepper.Check(); err != nil {
+		return trainer.Score{}, err
+	}
+	var err error
+	if r.hm, err = r.host(); err != nil {
+		return trainer.Score{}, err
+	}
+	if err := r.hm.RecalibrateBatchNorm(ctx, r.train, r.tc.BatchSize, recalibrateBatches); err != nil {
+		return trainer.Score{}, err
+	}
+	var acc Accuracy
+	if r.opts.ValNoise > 0 {
+		acc, _, err = ReconstructNoisy(ctx, r.hm, r.val, r.tc.BatchSize, r.opts.ValNoise, 1)
+	} else {
+		acc, err = Reconstruct(ctx, r.hm, r.val, r.tc.BatchSize)
+	}
+	if err != nil {
+		return trainer.Score{}, err
+	}
+	r.lastVal = &acc
+	return trainer.Score{Value: acc.Sample(), TieBreak: acc.Edge()}, nil
+}
+
+// saveBest writes the model validate scored s at step as the run's model
+// file (when the run has a directory).
+func (r *trainRun) saveBest(step int, s trainer.Score) error {
+	if r.modelPath == "" {
+		return nil
+	}
+	return r.hm.Save(r.modelPath, map[string]string{"val_sample_acc": fmt.Sprint(s.Value), "val_edge_acc": fmt.Sprint(s.TieBreak), "step": fmt.Sprint(step)})
+}
+
+// host returns the trained model itself on the CPU, or a CPU copy of it in
+// evaluation mode (for validation, saving, and the model Train returns).
+func (r *trainRun) host() (*Model, error) {
+	if !r.onDevice {
+		return r.m, nil
+	}
+	c, err := New(r.cfg, r.tc.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if err := nn.LoadStateDict(c, nn.StateDict(r.m)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// finish ends the run whose trainer.Run returned err: it returns the
+// model on the CPU and, for a run that completed without validation,
+// saves it as the model file (with recalibrated BatchNorm statistics).
+func (r *trainRun) finish(ctx context.Context, err error) (*Model, error) {
+	h, herr := r.host()
 	if herr != nil {
-		return m, errors.Join(err, herr)
+		return r.m, errors.Join(err, herr)
 	}
-	if err == nil && modelPath != "" && !validate {
-		if err = h.RecalibrateBatchNorm(ctx, train, tc.BatchSize, recalibrateBatches); err == nil {
-			err = h.Save(modelPath, nil)
+	if err == nil && r.modelPath != "" && !r.validating() {
+		if err = h.RecalibrateBatchNorm(ctx, r.train, r.tc.BatchSize, recalibrateBatches); err == nil {
+			err = h.Save(r.modelPath, nil)
 		}
 	}
 	if err != nil && ctx.Err() == nil {

@@ -11,6 +11,7 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph"
+	"lgflow/metrics"
 	"lgflow/pipeline"
 )
 
@@ -29,7 +30,7 @@ type condFlags struct {
 func addCondFlags(fs *flag.FlagSet, attrs bool) *condFlags {
 	c := &condFlags{
 		file:  fs.String("cond", "", condFileUsage),
-		props: fs.String("cond-prop", "", "condition on built-in properties computed from the graphs, comma-separated: "+strings.Join(flow.BuiltinProperties, ", ")+" (the circuit rank: rings of a molecule); with -cond, added to its conditions"),
+		props: fs.String("cond-prop", "", "condition on built-in properties computed from the graphs, comma-separated: "+strings.Join(metrics.BuiltinProperties, ", ")+" (the circuit rank: rings of a molecule); with -cond, added to its conditions"),
 		drop:  fs.Float64("cond-drop", 0, fmt.Sprintf("probability that a training graph's condition is dropped, so the flow also learns to sample without one (for -guidance), in [0, 1) (default %g; 0: never)", flow.DefaultCondDrop)),
 	}
 	if attrs {
@@ -90,8 +91,8 @@ func (c *condFlags) table(gs []*graph.Graph, path, format string) (*pipeline.Con
 	if *c.props != "" {
 		names := splitList(*c.props)
 		for _, name := range names {
-			if !slices.Contains(flow.BuiltinProperties, name) {
-				return nil, usagef("-cond-prop: unknown property %q (built in: %s)", name, strings.Join(flow.BuiltinProperties, ", "))
+			if !slices.Contains(metrics.BuiltinProperties, name) {
+				return nil, usagef("-cond-prop: unknown property %q (built in: %s)", name, strings.Join(metrics.BuiltinProperties, ", "))
 			}
 		}
 		pt, err := pipeline.PropertyConditions(gs, names)
@@ -214,8 +215,8 @@ func parseCondEval(label, checker, props, molecules string) (*condEval, error) {
 		switch {
 		case !ok:
 			return nil, usagef("-cond-prop %q: want NAME=VALUE", part)
-		case !slices.Contains(flow.BuiltinProperties, name):
-			return nil, usagef("-cond-prop: unknown property %q (built in: %s)", name, strings.Join(flow.BuiltinProperties, ", "))
+		case !slices.Contains(metrics.BuiltinProperties, name):
+			return nil, usagef("-cond-prop: unknown property %q (built in: %s)", name, strings.Join(metrics.BuiltinProperties, ", "))
 		case slices.Contains(ce.props, name):
 			return nil, usagef("-cond-prop: %s given twice", name)
 		case err != nil || math.IsNaN(v) || math.IsInf(v, 0):
@@ -262,7 +263,7 @@ func (ce *condEval) measure(gen, ref []*graph.Graph) (*condFigures, error) {
 		cf.Fraction = &f
 	}
 	for i, name := range ce.props {
-		mae, m, err := flow.PropertyMAE(gen, name, ce.targets[i])
+		mae, m, err := metrics.PropertyMAE(gen, name, ce.targets[i])
 		if err != nil {
 			return nil, err
 		}
@@ -285,7 +286,7 @@ func (ce *condEval) measure(gen, ref []*graph.Graph) (*condFigures, error) {
 func refSpread(ref []*graph.Graph, name string) float64 {
 	var vals []float64
 	for _, g := range ref {
-		if v, err := flow.GraphProperties([]*graph.Graph{g}, name); err == nil {
+		if v, err := metrics.GraphProperties([]*graph.Graph{g}, name); err == nil {
 			vals = append(vals, v[0][0])
 		}
 	}

@@ -41,7 +41,7 @@ func runEval(ctx context.Context, args []string) error {
 	showProgress := fs.Bool("progress", false, "report progress on standard error")
 	condLabel := fs.String("cond-label", "", "the label -gen was sampled under (lgflow sample -cond label=NAME): report the fraction of samples -checker assigns to that class (-ref: that class's test graphs)")
 	checker := fs.String("checker", "", "with -cond-label: the test of the requested class: planar (connected and planar), tree, dag, connected, or molecule (with -model) (default: the label, when it is one of these)")
-	condProp := fs.String("cond-prop", "", "the property values -gen was sampled under, NAME=VALUE,... of the built-in properties ("+strings.Join(flow.BuiltinProperties, ", ")+"): report each one's mean absolute error between requested and realised values, and the spread (standard deviation) of -ref's")
+	condProp := fs.String("cond-prop", "", "the property values -gen was sampled under, NAME=VALUE,... of the built-in properties ("+strings.Join(metrics.BuiltinProperties, ", ")+"): report each one's mean absolute error between requested and realised values, and the spread (standard deviation) of -ref's")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ type expertFlags struct {
 // addExpertFlags registers -expert and -expert-from on fs.
 func addExpertFlags(fs *flag.FlagSet, what string) expertFlags {
 	return expertFlags{
-		paths: fs.String("expert", "", what+"LG-Flow expert denoisers (comma-separated files), each replacing the denoiser from its first time in -expert-from on (flow.WithExpert: e.g. a data-end expert fine-tuned from -flow with -time-mean 3.05 -time-std 0.35 -decoder-weight 100; not the paper's sampler)"),
+		paths: fs.String("expert", "", what+"LG-Flow expert denoisers (comma-separated files), each replacing the denoiser from its first time in -expert-from on (flow.Expert: e.g. a data-end expert fine-tuned from -flow with -time-mean 3.05 -time-std 0.35 -decoder-weight 100; not the paper's sampler)"),
 		froms: fs.String("expert-from", "", fmt.Sprintf("with -expert: each expert's first time, comma-separated in the order of -expert (default with one expert: %g)", flow.DefaultExpertFrom)),
 	}
 }
@@ -68,10 +68,12 @@ func splitList(s string) []string {
 	return parts
 }
 
-// expertOptions loads the experts in the LG-VAE's latent space, moves them to
-// backend (nil: stay on the CPU) and returns their sampler options.
-func expertOptions(specs []expertSpec, ae *vae.Model, backend tensor.Backend) ([]flow.SampleOption, error) {
-	var opts []flow.SampleOption
+// loadExperts loads the experts in the LG-VAE's latent space, moves them to
+// backend (nil: stay on the CPU) and returns them as the sampler's experts
+// (flow.Sampler.Experts): each from its first time until the next one's,
+// the last to the end.
+func loadExperts(specs []expertSpec, ae *vae.Model, backend tensor.Backend) ([]flow.Expert, error) {
+	var es []flow.Expert
 	for _, s := range specs {
 		e, err := flow.Load(s.path, ae)
 		if err != nil {
@@ -82,9 +84,18 @@ func expertOptions(specs []expertSpec, ae *vae.Model, backend tensor.Backend) ([
 				return nil, err
 			}
 		}
-		opts = append(opts, flow.WithExpert(e, s.from))
+		es = append(es, flow.Expert{File: s.path, From: s.from, Model: e})
 	}
-	return opts, nil
+	// A step uses the expert with the latest first time not after its
+	// start: each band ends where the next begins.
+	for i := range es {
+		for _, f := range es {
+			if f.From > es[i].From && (es[i].Until == 0 || f.From < es[i].Until) {
+				es[i].Until = f.From
+			}
+		}
+	}
+	return es, nil
 }
 
 // describeExperts is the experts as a report line: "E from T, ...".

@@ -90,19 +90,12 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	batch := fs.Int("batch", 0, "override: batch size")
 	lr := fs.Float64("lr", 0, "override: learning rate")
 	cooldown := fs.Int("cooldown", 0, "override: final steps over which the learning rate falls linearly to zero (e.g. resume a constant-rate run with -steps S+N -cooldown N to anneal it; 0: constant, the reference)")
-	standardize := fs.Bool("standardize", false, "override: standardise latents per dimension (stored with the model) instead of one global scale (the reference)")
 	bucket := fs.Bool("bucket-by-size", false, "override: batches of graphs of similar sizes (less padding; for datasets of very different sizes such as ego and tpu)")
-	otCoupling := fs.Bool("ot-coupling", false, "override: pair each graph's noise and data tokens by a minimal-cost assignment (shorter paths; the reference pairs at random)")
 	emaBeta := fs.Float64("ema", 0, "override: EMA decay of the sampling weights (the paper's presets 0.9999, the cpu presets 0.999; short runs want a smaller decay)")
 	emaAfter := fs.Int("ema-after", 0, "override: step at which the EMA starts (a copy of the weights)")
 	timeMean := fs.Float64("time-mean", 0, "override: location of the logit-normal training-time distribution (0: the reference; > 0 trains more near the data; the dataset cpu presets use 1)")
 	timeStd := fs.Float64("time-std", 0, "override: scale of the logit-normal training-time distribution (0 or 1: the reference; the shipped planar data-end expert, used from t = 0.95 on, trained with -time-mean 3.05 -time-std 0.35)")
 	decoderWeight := fs.Float64("decoder-weight", 0, "override: add this weight times the frozen LG-VAE decoder's reconstruction loss of the denoiser's data estimate (for a data-end expert; 0: flow matching alone, the reference)")
-	pathFlow := fs.String("path-flow", "", "with -path-lead: the frozen LG-Flow whose sampler makes the training points (e.g. pretrained/planar/flow.safetensors for a data-end expert)")
-	pathLead := fs.Float64("path-lead", 0, "override: train on the states -path-flow's sampler reaches from the straight path's points this much earlier (flow.Config.PathLead; 0: the straight path, the reference)")
-	pathSteps := fs.Int("path-steps", 0, "override: -path-flow's Euler steps over -path-lead")
-	pathStepOffset := fs.Float64("path-step-offset", 0, "time offset of -path-flow's denoiser (flow.TimeOffsets.Step; as lgflow sample -step-offset)")
-	pathStepOffsetFrom := fs.Float64("path-step-offset-from", 0, "first time -path-step-offset applies at")
 	valEvery := fs.Int("val-every", 0, "override: steps between validation sampling runs (0: off)")
 	valSamples := fs.Int("val-samples", 0, "override: graphs sampled per validation (more: a steadier best-checkpoint choice)")
 	valSteps := fs.Int("val-steps", 0, "override: integration steps per validation sample")
@@ -155,12 +148,8 @@ func runTrainFlow(ctx context.Context, args []string) error {
 				c.ValSamples = *valSamples
 			case "val-steps":
 				c.ValSteps = *valSteps
-			case "ot-coupling":
-				c.OTCoupling = *otCoupling
 			case "bucket-by-size":
 				c.BucketBySize = *bucket
-			case "standardize":
-				c.Standardize = *standardize
 			case "ema":
 				c.EMABeta = *emaBeta
 			case "ema-after":
@@ -171,10 +160,6 @@ func runTrainFlow(ctx context.Context, args []string) error {
 				c.TimeStd = *timeStd
 			case "decoder-weight":
 				c.DecoderWeight = *decoderWeight
-			case "path-lead":
-				c.PathLead = *pathLead
-			case "path-steps":
-				c.PathSteps = *pathSteps
 			case "seed":
 				c.Seed = *seed
 			case "cond-drop":
@@ -210,17 +195,6 @@ func runTrainFlow(ctx context.Context, args []string) error {
 		}
 	} else if *initVAE != "" {
 		return usagef("-init-vae needs -init")
-	}
-	var path *flow.Model
-	switch {
-	case cfg.PathLead > 0 && *pathFlow == "":
-		return usagef("-path-lead needs -path-flow")
-	case cfg.PathLead == 0 && *pathFlow != "":
-		return usagef("-path-flow needs -path-lead")
-	case *pathFlow != "":
-		if path, err = flow.Load(*pathFlow, ae); err != nil {
-			return err
-		}
 	}
 	train, err := loadPrepared(ctx, *name, *trainSplit, *dataDir, *dataSeed, 0, ae.Cfg)
 	if err != nil {
@@ -260,7 +234,6 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	lat.Cond = cond
 	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: *resume, Init: init, Score: validityScore(*name, mol.InferAromaticNH(mol.DefaultInferNH)), Backend: backend,
 		LogEvery: *logEvery, MaxDuration: *maxTime,
-		Path: path, PathOffsets: flow.TimeOffsets{Step: *pathStepOffset, From: *pathStepOffsetFrom},
 		Progress: func(p flow.Progress) {
 			line := fmt.Sprintf("step %6d/%d  loss %.4f  %.2f steps/s  elapsed %s  eta %s", p.Step, p.Steps, p.Loss, p.StepsPerSecond,
 				p.Elapsed.Round(time.Second), p.ETA.Round(time.Second))
@@ -312,7 +285,7 @@ func selectTraining(device string, tf32 bool) (tensor.Backend, func() string, er
 }
 
 func runSample(ctx context.Context, args []string) error {
-	fs := newFlagSet("sample", "lgflow sample (-model DIR [-recipe NAME] | -vae V -flow F) -n N [-cond label=NAME|prop=V|NAME=V,... [-guidance W]] [-steps S] [-final-jump T] [-temperature τ] [-seed S] [-method euler|heun] [-edge-rule or|and|mean] [-format g6|nodelink|smiles] -o OUT")
+	fs := newFlagSet("sample", "lgflow sample (-model DIR [-recipe NAME] | -vae V -flow F) -n N [-cond label=NAME|prop=V|NAME=V,... [-guidance W]] [-steps S] [-final-jump T] [-temperature τ] [-seed S] [-edge-rule or|and|mean] [-format g6|nodelink|smiles] -o OUT")
 	modelDir := fs.String("model", "", "model bundle: a directory holding vae.safetensors, flow.safetensors, its experts and sampler.json, the sampling recipe, which the flags given override one by one (flow.Open; e.g. pretrained/planar)")
 	recipe := fs.String("recipe", "", "with -model: the recipe's alternative to sample with (e.g. constrained, complete; none: flow.Sample's defaults, the recipe ignored)")
 	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors); with -model: instead of the bundle's (a decoder fine-tuned since)")
@@ -322,16 +295,13 @@ func runSample(ctx context.Context, args []string) error {
 	finalJump := fs.Float64("final-jump", 0, "integrate to this time in (0.01, 1], then take the denoiser's one-step estimate of the data (default: flow.Sample's, 0.95; 1: none, the reference sampler)")
 	temperature := fs.Float64("temperature", 0, "scale of the initial noise (default 1; below 1: more often valid, less diverse)")
 	timeShift := fs.Float64("time-shift", 0, "warp the time grid toward shorter steps near the data, t = s·u/(1+(s-1)·u) (default 1: uniform)")
-	stochasticity := fs.Float64("stochasticity", 0, "share of the estimated noise each Euler step replaces by fresh noise, in [0, 1] (flow.WithStochasticity; default 0: the deterministic ODE)")
 	seed := fs.Uint64("seed", 0, "seed")
 	batch := fs.Int("batch", 256, "graphs integrated together (not given: the recipe's, else 256)")
-	method := fs.String("method", "", "integrator: euler or heun (default: flow.Sample's)")
 	edgeRule := fs.String("edge-rule", "", "undirected edges where either direction (or), both (and), or the mean score (mean) predicts one (default: flow.Sample's)")
 	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by (default: the LG-VAE's own, 0 under a planar, forest, dag or tree constraint; 0: the argmax; larger: fewer spurious edges)")
 	constraint := fs.String("constraint", "", constraintUsage)
 	fill := fs.Float64("fill", 0, fillUsage)
 	complete := fs.String("complete", "", completeUsage)
-	reencode, reencodeRounds := reencodeFlags(fs)
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
 	format := fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule); default: from the -o name (.jsonl/.json: nodelink, .smi: smiles, .g6/.d6: g6), else the format that fits the model's graphs (a bundle's card says it: smiles for molecules; else nodelink for labelled graphs, g6 for others)")
 	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol; default: the bundle card's)")
@@ -373,54 +343,48 @@ func runSample(ctx context.Context, args []string) error {
 	if set["batch"] {
 		opts = append(opts, flow.WithBatchSize(*batch))
 	}
-	if set["steps"] {
-		opts = append(opts, flow.WithSteps(*steps))
-	}
-	if set["final-jump"] {
-		opts = append(opts, flow.WithFinalJump(*finalJump))
-	}
-	if set["temperature"] {
-		opts = append(opts, flow.WithTemperature(*temperature))
-	}
-	if set["time-shift"] {
-		opts = append(opts, flow.WithTimeShift(*timeShift))
-	}
-	if set["stochasticity"] {
-		opts = append(opts, flow.WithStochasticity(*stochasticity))
-	}
-	if set["method"] {
-		opts = append(opts, flow.WithMethod(flow.Method(*method)))
-	}
-	if set["step-offset"] || set["step-offset-from"] || set["jump-offset"] {
-		opts = append(opts, flow.WithTimeOffsets(offsets.offsets()))
-	}
 	if set["edge-rule"] {
-		rule, err := vae.ParseEdgeRule(*edgeRule)
-		if err != nil {
+		if _, err := vae.ParseEdgeRule(*edgeRule); err != nil {
 			return usagef("%v", err)
 		}
-		opts = append(opts, flow.WithEdgeRule(rule))
 	}
-	if set["edge-margin"] {
-		opts = append(opts, flow.WithEdgeMargin(*edgeMargin))
-	}
+	var decode []vae.DecodeOption
 	if *constraint != "" {
-		constraintOpts, err := constraintOptions(*constraint)
-		if err != nil {
+		if decode, err = constraintOptions(*constraint); err != nil {
 			return err
 		}
-		opts = append(opts, flow.WithDecodeOptions(constraintOpts...))
 	}
 	fillOpt, err := fillOption(set["fill"], *fill, *constraint, *complete)
 	if err != nil {
 		return err
 	}
 	if fillOpt != nil {
-		opts = append(opts, flow.WithDecodeOptions(fillOpt))
+		decode = append(decode, fillOpt)
 	}
-	if *reencode != 0 {
-		opts = append(opts, flow.WithDecodeOptions(vae.WithReencode(*reencode, *reencodeRounds)))
-	}
+	// Each flag given replaces one setting of the recipe (or of
+	// flow.Sample's defaults); -constraint, -fill and -complete add to its
+	// decoding.
+	opts = append(opts, flow.WithSettings(func(s *flow.Sampler) {
+		for name := range set {
+			switch name {
+			case "steps":
+				s.Steps = *steps
+			case "final-jump":
+				s.FinalJump = *finalJump
+			case "temperature":
+				s.Temperature = *temperature
+			case "time-shift":
+				s.TimeShift = *timeShift
+			case "step-offset", "step-offset-from", "jump-offset":
+				s.Offsets = offsets.offsets()
+			case "edge-rule":
+				s.EdgeRule = *edgeRule
+			case "edge-margin":
+				s.EdgeMargin = edgeMargin
+			}
+		}
+		s.Decode = append(s.Decode, decode...)
+	}))
 	var ae *vae.Model
 	if *vaePath != "" {
 		if ae, err = vae.Load(*vaePath); err != nil {
@@ -458,11 +422,13 @@ func runSample(ctx context.Context, args []string) error {
 	if err := m.ToBackend(backend); err != nil {
 		return err
 	}
-	expertOpts, err := expertOptions(expertSpecs, m.VAE, backend)
-	if err != nil {
-		return err
+	if len(expertSpecs) > 0 {
+		es, err := loadExperts(expertSpecs, m.VAE, backend)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, flow.WithSettings(func(s *flow.Sampler) { s.Experts = es }))
 	}
-	opts = append(opts, expertOpts...)
 	gs, err := flow.Sample(ctx, m, *n, opts...)
 	if err != nil {
 		return err

@@ -244,11 +244,11 @@ func runTrainVAE(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		var opts []flow.SampleOption
+		s := flow.Sampler{FinalJump: 1} // no jump
 		if *perturbJump > 0 {
-			opts = append(opts, flow.WithFinalJump(*perturbJump))
+			s.FinalJump = *perturbJump
 		}
-		if perturb, err = fm.EndpointPerturbation(*perturbMin, *perturbMax, *perturbSteps, opts...); err != nil {
+		if perturb, err = fm.EndpointPerturbation(*perturbMin, *perturbMax, *perturbSteps, s); err != nil {
 			return usagef("%v", err)
 		}
 		if *perturbCache > 0 {
@@ -293,193 +293,270 @@ func parseSeeds(list string, own uint64) ([]uint64, error) {
 	return out, nil
 }
 
+// runRecon is lgflow recon: it encodes a dataset split with an LG-VAE,
+// perturbs the latents as asked, decodes them and prints the
+// reconstruction accuracies (and the decoded graphs' validity).
 func runRecon(ctx context.Context, args []string) error {
-	fs := newFlagSet("recon", "lgflow recon -vae FILE -dataset D [-split test] [-json]")
-	path := fs.String("vae", "", "LG-VAE checkpoint (vae.safetensors)")
-	name := fs.String("dataset", "", "dataset")
-	split := fs.String("split", "test", "split")
-	dataSeed := fs.Uint64("data-seed", 0, "seed of the synthetic dataset")
-	dataDir := fs.String("data", "", "data directory (default ../shared/data)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	batch := fs.Int("batch", 64, "batch size")
-	noise := fs.Float64("noise", 0, "add Gaussian noise of this many latent standard deviations before decoding (decoder robustness)")
-	seed := fs.Uint64("seed", 0, "seed of the -noise draws and of the -flow round trip's noise")
-	flowPath := fs.String("flow", "", "round trip through this LG-Flow (in the LG-VAE's latent space) before decoding: the latents noised to time -from and brought back by the sampler (flow.Model.EndpointPerturbation), how precisely the flow's data end restores real graphs")
-	from := fs.Float64("from", 0.9, "with -flow: the time the latents are noised to, in (0, 1)")
-	flowSteps := fs.Int("flow-steps", 0, "with -flow: sampler steps from -from to the data (default: as many as the sampler's 100-step grid has there, at least 1), the last one the final jump from 0.95 when -from is before it")
-	experts := addExpertFlags(fs, "with -flow: ")
-	offsets := addOffsetFlags(fs)
-	edgeRule := fs.String("edge-rule", "or", "decoding of undirected edges for the decoded-exact and validity figures: or, and, mean")
-	edgeMargin := fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the decoded-exact and validity figures (default: the LG-VAE's own; 0: the argmax)")
-	constraint := fs.String("constraint", "", "for the decoded-exact and validity figures: "+constraintUsage)
-	fill := fs.Float64("fill", 0, fillUsage)
-	complete := fs.String("complete", "", "for the decoded-exact and validity figures: "+completeUsage)
-	reencode, reencodeRounds := reencodeFlags(fs)
-	outPath := fs.String("o", "", "also write the decoded graphs, in the split's order, to this file (written atomically; a .gz name is compressed)")
-	format := fs.String("format", "", "with -o: g6, nodelink or smiles (default: from the -o name, as lgflow sample)")
-	molName := fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
-	inferNH := inferNHFlag(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	fmtName, err := sampleFormat(*format, *outPath)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	if *outPath == "" && *format != "" {
-		return usagef("-format needs -o")
-	}
-	if *outPath == "-" {
-		return usagef("-o needs a file: standard output carries the figures")
-	}
-	rule, err := vae.ParseEdgeRule(*edgeRule)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	decodeOpts := []vae.DecodeOption{vae.WithEdgeRule(rule)}
-	if *reencode != 0 {
-		decodeOpts = append(decodeOpts, vae.WithReencode(*reencode, *reencodeRounds))
-	}
-	if *constraint != "" {
-		o, err := constraintOptions(*constraint)
-		if err != nil {
-			return err
-		}
-		decodeOpts = append(decodeOpts, o...)
-	}
-	fillSet := false
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "edge-margin":
-			decodeOpts = append(decodeOpts, vae.WithEdgeMargin(*edgeMargin))
-		case "fill":
-			fillSet = true
-		}
-	})
-	fillOpt, err := fillOption(fillSet, *fill, *constraint, *complete)
+	r, err := parseRecon(args)
 	if err != nil {
 		return err
 	}
-	if fillOpt != nil {
-		decodeOpts = append(decodeOpts, fillOpt)
-	}
-	if *path == "" || *name == "" {
-		return usagef("need -vae and -dataset")
-	}
-	if *noise < 0 {
-		return usagef("-noise must be >= 0")
-	}
-	expertSpecs, err := experts.parse()
-	if err != nil {
-		return err
-	}
-	if *flowPath == "" && len(expertSpecs) > 0 {
-		return usagef("-expert needs -flow")
-	}
-	if *flowPath != "" && *noise > 0 {
-		return usagef("-noise and -flow are two perturbations; give one")
-	}
-	m, err := vae.Load(*path)
+	m, err := vae.Load(*r.path)
 	if err != nil {
 		return err
 	}
 	var enc *mol.Encoding
-	if *outPath != "" && fmtName == formatSMILES {
-		if enc, err = molEncoding(*molName, m.Cfg); err != nil {
+	if *r.outPath != "" && r.format == formatSMILES {
+		if enc, err = molEncoding(*r.molName, m.Cfg); err != nil {
 			return err
 		}
 	}
-	d, err := loadPrepared(ctx, *name, *split, *dataDir, *dataSeed, 0, m.Cfg)
+	d, err := loadPrepared(ctx, *r.name, *r.split, *r.dataDir, *r.dataSeed, 0, m.Cfg)
 	if err != nil {
 		return err
 	}
 	// One encoding and one decoding give the accuracies and, for datasets
 	// with a validity notion, the valid fraction under the edge rule.
-	lat, err := m.EncodeGraphs(ctx, d.Graphs, *batch)
+	lat, scale, err := r.latents(ctx, m, d)
 	if err != nil {
 		return err
 	}
-	scale, err := vae.AddLatentNoise(lat, *noise, *seed)
-	if err != nil {
-		return err
-	}
-	if *flowPath != "" {
-		if lat, err = flowRoundTrip(ctx, m, lat, *flowPath, *from, *flowSteps, expertSpecs, offsets.offsets(), *seed, *batch); err != nil {
-			return err
-		}
-	}
-	acc, gs, err := vae.ReconstructLatents(ctx, m, d, *batch, lat, decodeOpts...)
+	acc, gs, err := vae.ReconstructLatents(ctx, m, d, *r.batch, lat, r.decodeOpts...)
 	if err != nil {
 		return err
 	}
 	valid := -1.0
-	if score := validityScore(*name, mol.InferAromaticNH(*inferNH)); score != nil {
+	if score := validityScore(*r.name, mol.InferAromaticNH(*r.inferNH)); score != nil {
 		valid = score(gs)
 	}
-	if *asJSON {
-		out := map[string]any{"edge_acc": acc.Edge(), "node_acc": acc.Node(), "sample_acc": acc.Sample(),
-			"decoded_acc": acc.Decoded(), "graphs": acc.Graphs}
-		if *noise > 0 {
-			out["noise"], out["latent_std"] = *noise, scale
-		}
-		if *flowPath != "" {
-			out["flow"], out["from"] = *flowPath, *from
-			if len(expertSpecs) > 0 {
-				out["experts"] = describeExperts(expertSpecs)
-			}
-			if off := offsets.offsets(); !off.Zero() {
-				out["time_offsets"] = off
-			}
-		}
-		if valid >= 0 {
-			out["valid"], out["edge_rule"] = valid, rule.String()
-		}
-		if *constraint != "" {
-			out["constraint"] = *constraint
-		}
-		if *complete != "" {
-			out["complete"] = *complete
-		}
-		if fillSet && !math.IsInf(*fill, 1) {
-			out["fill"] = *fill
-		}
-		if *reencode > 0 {
-			out["reencode"], out["reencode_rounds"] = *reencode, *reencodeRounds
-		}
-		if err := json.NewEncoder(stdout).Encode(out); err != nil {
+	if *r.asJSON {
+		if err := json.NewEncoder(stdout).Encode(r.figures(acc, scale, valid)); err != nil {
 			return err
 		}
-		return writeRecon(*outPath, gs, fmtName, enc, mol.InferAromaticNH(*inferNH))
+	} else {
+		fmt.Fprintln(stdout, r.summary(acc, scale, valid))
 	}
-	how := ""
-	if *noise > 0 {
-		how = fmt.Sprintf(" with noise %g x latent std %.4g", *noise, scale)
+	return writeRecon(*r.outPath, gs, r.format, enc, mol.InferAromaticNH(*r.inferNH))
+}
+
+// reconRun is one recon command: its flags and what parseRecon derives
+// from them.
+type reconRun struct {
+	// The flags: the model and data,
+	path, name, split *string
+	dataSeed          *uint64
+	dataDir           *string
+	asJSON            *bool
+	batch             *int
+	// the latents' perturbation,
+	noise     *float64
+	seed      *uint64
+	flowPath  *string
+	from      *float64
+	flowSteps *int
+	experts   expertFlags
+	offsets   offsetFlags
+	// the decoding,
+	edgeRule   *string
+	edgeMargin *float64
+	constraint *string
+	fill       *float64
+	complete   *string
+	// and the decoded graphs' file.
+	outPath, formatName, molName *string
+	inferNH                      *int
+
+	format      string // the -o file's format (sampleFormat)
+	rule        vae.EdgeRule
+	decodeOpts  []vae.DecodeOption
+	fillSet     bool // -fill was given
+	expertSpecs []expertSpec
+}
+
+// parseRecon declares recon's flags, parses args and checks them.
+func parseRecon(args []string) (*reconRun, error) {
+	fs := newFlagSet("recon", "lgflow recon -vae FILE -dataset D [-split test] [-json]")
+	r := &reconRun{}
+	r.path = fs.String("vae", "", "LG-VAE checkpoint (vae.safetensors)")
+	r.name = fs.String("dataset", "", "dataset")
+	r.split = fs.String("split", "test", "split")
+	r.dataSeed = fs.Uint64("data-seed", 0, "seed of the synthetic dataset")
+	r.dataDir = fs.String("data", "", "data directory (default ../shared/data)")
+	r.asJSON = fs.Bool("json", false, "print JSON")
+	r.batch = fs.Int("batch", 64, "batch size")
+	r.noise = fs.Float64("noise", 0, "add Gaussian noise of this many latent standard deviations before decoding (decoder robustness)")
+	r.seed = fs.Uint64("seed", 0, "seed of the -noise draws and of the -flow round trip's noise")
+	r.flowPath = fs.String("flow", "", "round trip through this LG-Flow (in the LG-VAE's latent space) before decoding: the latents noised to time -from and brought back by the sampler (flow.Model.EndpointPerturbation), how precisely the flow's data end restores real graphs")
+	r.from = fs.Float64("from", 0.9, "with -flow: the time the latents are noised to, in (0, 1)")
+	r.flowSteps = fs.Int("flow-steps", 0, "with -flow: sampler steps from -from to the data (default: as many as the sampler's 100-step grid has there, at least 1), the last one the final jump from 0.95 when -from is before it")
+	r.experts = addExpertFlags(fs, "with -flow: ")
+	r.offsets = addOffsetFlags(fs)
+	r.edgeRule = fs.String("edge-rule", "or", "decoding of undirected edges for the decoded-exact and validity figures: or, and, mean")
+	r.edgeMargin = fs.Float64("edge-margin", 0, "logit margin an edge must beat no-edge by, for the decoded-exact and validity figures (default: the LG-VAE's own; 0: the argmax)")
+	r.constraint = fs.String("constraint", "", "for the decoded-exact and validity figures: "+constraintUsage)
+	r.fill = fs.Float64("fill", 0, fillUsage)
+	r.complete = fs.String("complete", "", "for the decoded-exact and validity figures: "+completeUsage)
+	r.outPath = fs.String("o", "", "also write the decoded graphs, in the split's order, to this file (written atomically; a .gz name is compressed)")
+	r.formatName = fs.String("format", "", "with -o: g6, nodelink or smiles (default: from the -o name, as lgflow sample)")
+	r.molName = fs.String("mol", "moses", "with -format smiles: the molecule encoding the LG-VAE was trained with (moses or guacamol)")
+	r.inferNH = inferNHFlag(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
 	}
-	if *flowPath != "" {
-		how = fmt.Sprintf(" through %s from time %g", *flowPath, *from)
-		if len(expertSpecs) > 0 {
-			how += " (experts " + describeExperts(expertSpecs) + ")"
+	if err := r.check(fs); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// check checks the parsed flags of fs, in the order their errors are
+// reported, and derives the output format, edge rule, decode options and
+// expert denoisers from them.
+func (r *reconRun) check(fs *flag.FlagSet) error {
+	var err error
+	if r.format, err = sampleFormat(*r.formatName, *r.outPath); err != nil {
+		return usagef("%v", err)
+	}
+	if *r.outPath == "" && *r.formatName != "" {
+		return usagef("-format needs -o")
+	}
+	if *r.outPath == "-" {
+		return usagef("-o needs a file: standard output carries the figures")
+	}
+	if err := r.decodeOptions(fs); err != nil {
+		return err
+	}
+	if *r.path == "" || *r.name == "" {
+		return usagef("need -vae and -dataset")
+	}
+	if *r.noise < 0 {
+		return usagef("-noise must be >= 0")
+	}
+	if r.expertSpecs, err = r.experts.parse(); err != nil {
+		return err
+	}
+	if *r.flowPath == "" && len(r.expertSpecs) > 0 {
+		return usagef("-expert needs -flow")
+	}
+	if *r.flowPath != "" && *r.noise > 0 {
+		return usagef("-noise and -flow are two perturbations; give one")
+	}
+	return nil
+}
+
+// decodeOptions sets the edge rule and the decode options of the
+// decoded-exact and validity figures from the flags of fs: the rule, the
+// constraint, the margin (when given) and the fill.
+func (r *reconRun) decodeOptions(fs *flag.FlagSet) error {
+	var err error
+	if r.rule, err = vae.ParseEdgeRule(*r.edgeRule); err != nil {
+		return usagef("%v", err)
+	}
+	r.decodeOpts = []vae.DecodeOption{vae.WithEdgeRule(r.rule)}
+	if *r.constraint != "" {
+		o, err := constraintOptions(*r.constraint)
+		if err != nil {
+			return err
 		}
-		if off := offsets.offsets(); !off.Zero() {
+		r.decodeOpts = append(r.decodeOpts, o...)
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "edge-margin":
+			r.decodeOpts = append(r.decodeOpts, vae.WithEdgeMargin(*r.edgeMargin))
+		case "fill":
+			r.fillSet = true
+		}
+	})
+	fillOpt, err := fillOption(r.fillSet, *r.fill, *r.constraint, *r.complete)
+	if err != nil {
+		return err
+	}
+	if fillOpt != nil {
+		r.decodeOpts = append(r.decodeOpts, fillOpt)
+	}
+	return nil
+}
+
+// latents encodes d's graphs with m and perturbs their latents as the
+// flags say: Gaussian noise (-noise, in units of scale, the latents'
+// standard deviation) or a round trip through a flow (-flow).
+func (r *reconRun) latents(ctx context.Context, m *vae.Model, d *vae.Dataset) (lat []*tensor.Tensor, scale float64, err error) {
+	if lat, err = m.EncodeGraphs(ctx, d.Graphs, *r.batch); err != nil {
+		return nil, 0, err
+	}
+	if scale, err = vae.AddLatentNoise(lat, *r.noise, *r.seed); err != nil {
+		return nil, 0, err
+	}
+	if *r.flowPath != "" {
+		if lat, err = flowRoundTrip(ctx, m, lat, *r.flowPath, *r.from, *r.flowSteps, r.expertSpecs, r.offsets.offsets(), *r.seed, *r.batch); err != nil {
+			return nil, 0, err
+		}
+	}
+	return lat, scale, nil
+}
+
+// figures returns the accuracies acc, the valid fraction (when valid >= 0)
+// and the settings they were measured with, as -json prints them.
+func (r *reconRun) figures(acc vae.Accuracy, scale, valid float64) map[string]any {
+	out := map[string]any{"edge_acc": acc.Edge(), "node_acc": acc.Node(), "sample_acc": acc.Sample(),
+		"decoded_acc": acc.Decoded(), "graphs": acc.Graphs}
+	if *r.noise > 0 {
+		out["noise"], out["latent_std"] = *r.noise, scale
+	}
+	if *r.flowPath != "" {
+		out["flow"], out["from"] = *r.flowPath, *r.from
+		if len(r.expertSpecs) > 0 {
+			out["experts"] = describeExperts(r.expertSpecs)
+		}
+		if off := r.offsets.offsets(); !off.Zero() {
+			out["time_offsets"] = off
+		}
+	}
+	if valid >= 0 {
+		out["valid"], out["edge_rule"] = valid, r.rule.String()
+	}
+	if *r.constraint != "" {
+		out["constraint"] = *r.constraint
+	}
+	if *r.complete != "" {
+		out["complete"] = *r.complete
+	}
+	if r.fillSet && !math.IsInf(*r.fill, 1) {
+		out["fill"] = *r.fill
+	}
+	return out
+}
+
+// summary returns the line recon prints without -json: the accuracies
+// acc, the valid fraction (when valid >= 0) and how the latents were
+// perturbed and decoded.
+func (r *reconRun) summary(acc vae.Accuracy, scale, valid float64) string {
+	how := ""
+	if *r.noise > 0 {
+		how = fmt.Sprintf(" with noise %g x latent std %.4g", *r.noise, scale)
+	}
+	if *r.flowPath != "" {
+		how = fmt.Sprintf(" through %s from time %g", *r.flowPath, *r.from)
+		if len(r.expertSpecs) > 0 {
+			how += " (experts " + describeExperts(r.expertSpecs) + ")"
+		}
+		if off := r.offsets.offsets(); !off.Zero() {
 			how += fmt.Sprintf(" (time offsets %+v)", off)
 		}
 	}
-	if *constraint != "" {
-		how += ", decoded under the " + *constraint + " constraint"
+	if *r.constraint != "" {
+		how += ", decoded under the " + *r.constraint + " constraint"
 	}
-	if fillSet {
-		how += fmt.Sprintf(", edge fill from confidence %g", *fill)
+	if r.fillSet {
+		how += fmt.Sprintf(", edge fill from confidence %g", *r.fill)
 	}
-	if *reencode > 0 {
-		how += fmt.Sprintf(", re-encoding search (%d candidates, %d rounds)", *reencode, *reencodeRounds)
-	}
-	fmt.Fprintf(stdout, "%s %s (%d graphs)%s: edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f (decoded graph exact: %.4f)",
-		*name, *split, acc.Graphs, how, acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded())
+	s := fmt.Sprintf("%s %s (%d graphs)%s: edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f (decoded graph exact: %.4f)",
+		*r.name, *r.split, acc.Graphs, how, acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded())
 	if valid >= 0 {
-		fmt.Fprintf(stdout, "; valid decoded graphs (edge rule %s): %.4f", rule, valid)
+		s += fmt.Sprintf("; valid decoded graphs (edge rule %s): %.4f", r.rule, valid)
 	}
-	fmt.Fprintln(stdout)
-	return writeRecon(*outPath, gs, fmtName, enc, mol.InferAromaticNH(*inferNH))
+	return s
 }
 
 // writeRecon writes recon's decoded graphs to path in format (nothing when
@@ -507,13 +584,11 @@ func flowRoundTrip(ctx context.Context, ae *vae.Model, lat []*tensor.Tensor, flo
 	if steps == 0 {
 		steps = max(1, int(math.Round(100*(1-from))))
 	}
-	opts := []flow.SampleOption{flow.WithFinalJump(flow.DefaultFinalJump), flow.WithTimeOffsets(offsets)}
-	expertOpts, err := expertOptions(experts, ae, nil)
+	es, err := loadExperts(experts, ae, nil)
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, expertOpts...)
-	perturb, err := fm.EndpointPerturbation(from, from, steps, opts...)
+	perturb, err := fm.EndpointPerturbation(from, from, steps, flow.Sampler{FinalJump: flow.DefaultFinalJump, Offsets: offsets, Experts: es})
 	if err != nil {
 		return nil, err
 	}
@@ -548,12 +623,4 @@ func flowRoundTrip(ctx context.Context, ae *vae.Model, lat []*tensor.Tensor, flo
 		}
 	}
 	return out, nil
-}
-
-// reencodeFlags defines -reencode and -reencode-rounds (recon, sample):
-// vae.WithReencode's candidates and rounds.
-func reencodeFlags(fs *flag.FlagSet) (candidates, rounds *int) {
-	candidates = fs.Int("reencode", 0, "re-encoding search after decoding: try flipping each graph's N least confident pairs and keep the graph whose encoding is nearest to the latents (vae.WithReencode; 0: off; not the paper's decoder)")
-	rounds = fs.Int("reencode-rounds", 8, "with -reencode: at most this many rounds of the search")
-	return candidates, rounds
 }

@@ -92,7 +92,7 @@ func main() {
 	flag.IntVar(&o.steps, "steps", 100, "sampler steps (not given: the recipe's with the shipped models)")
 	flag.Float64Var(&o.temperature, "temperature", 1, "scale of the initial noise (1: the paper's sampler; lower: more valid, less diverse molecules); not given, the shipped models sample at their recipe's, 0.8, unless -constrained")
 	flag.BoolVar(&o.constrained, "constrained", false, "decode under the valence bound (no atom with more bonds than its element allows) and read aromatic bonds that cannot be kekulised as single bonds (mol.Encoding.RepairAromaticity); not the paper's sampler")
-	flag.StringVar(&o.expertPath, "expert", "", "LG-Flow expert denoiser used from -expert-from until -expert-until (flow.WithExpert; default: the recipe's, the mid-path expert shipped beside the shipped flow, when sampling the shipped models unconstrained; none: no expert, the paper's sampler)")
+	flag.StringVar(&o.expertPath, "expert", "", "LG-Flow expert denoiser used from -expert-from until -expert-until (flow.Expert; default: the recipe's, the mid-path expert shipped beside the shipped flow, when sampling the shipped models unconstrained; none: no expert, the paper's sampler)")
 	flag.Float64Var(&o.expertFrom, "expert-from", 0.4, "with -expert: its first time (not given with the recipe's expert: the recipe's)")
 	flag.Float64Var(&o.expertUntil, "expert-until", 0.75, "with -expert: the time the flow's own denoiser takes over again (0: the expert to the end; not given with the recipe's expert: the recipe's)")
 	flag.IntVar(&o.inferNH, "infer-nh", mol.DefaultInferNH, "read up to N aromatic nitrogens as [nH] where a molecule cannot be kekulised otherwise: the encoding carries no hydrogens (mol.InferAromaticNH; 0: the paper's decoding, which loses 10% of MOSES's own molecules)")
@@ -127,9 +127,9 @@ func main() {
 // sampler returns the sampler settings of a run with the flow fm: the
 // recipe of the shipped bundle (flow.Open) unless decoding is constrained,
 // else flow.Sample's defaults, with the flags given in place of its
-// settings; and the options of -expert's denoiser with its band, if any,
-// with their description.
-func sampler(o options, fm *flow.Model, shipped bool) (flow.Sampler, []flow.SampleOption, string, error) {
+// settings (-expert's denoiser with its band in place of the recipe's
+// experts); and the description of the experts.
+func sampler(o options, fm *flow.Model, shipped bool) (flow.Sampler, string, error) {
 	var s flow.Sampler
 	if shipped && !o.constrained && fm.Recipe != nil {
 		s = fm.Recipe.Sampler
@@ -151,22 +151,21 @@ func sampler(o options, fm *flow.Model, shipped bool) (flow.Sampler, []flow.Samp
 		s.Experts = nil
 		e, err := flow.Load(o.expertPath, fm.VAE)
 		if err != nil {
-			return s, nil, "", fmt.Errorf("-expert: %w", err)
+			return s, "", fmt.Errorf("-expert: %w", err)
 		}
 		if err := e.ToBackend(o.backend); err != nil {
-			return s, nil, "", err
+			return s, "", err
 		}
-		band := flow.Expert{File: o.expertPath, From: o.expertFrom, Until: o.expertUntil}
-		if err := (flow.Sampler{Experts: []flow.Expert{{File: "expert", From: band.From, Until: band.Until}}}).Validate(); err != nil {
-			return s, nil, "", fmt.Errorf("-expert-from, -expert-until: %w", err)
+		band := flow.Expert{File: o.expertPath, From: o.expertFrom, Until: o.expertUntil, Model: e}
+		if err := (flow.Sampler{Experts: []flow.Expert{band}}).Validate(); err != nil {
+			return s, "", fmt.Errorf("-expert-from, -expert-until: %w", err)
 		}
-		opts := []flow.SampleOption{flow.WithExpert(e, band.From)}
+		s.Experts = []flow.Expert{band}
 		desc := fmt.Sprintf("expert %s from %g", band.File, band.From)
 		if band.Until > 0 {
-			opts = append(opts, flow.WithExpert(fm, band.Until))
 			desc += fmt.Sprintf(" until %g", band.Until)
 		}
-		return s, opts, desc, s.Validate()
+		return s, desc, s.Validate()
 	case len(s.Experts) == 1:
 		if o.set["expert-from"] {
 			s.Experts[0].From = o.expertFrom
@@ -176,7 +175,7 @@ func sampler(o options, fm *flow.Model, shipped bool) (flow.Sampler, []flow.Samp
 		}
 	}
 	if err := s.Validate(); err != nil {
-		return s, nil, "", err
+		return s, "", err
 	}
 	var desc []string
 	for _, e := range s.Experts {
@@ -186,7 +185,7 @@ func sampler(o options, fm *flow.Model, shipped bool) (flow.Sampler, []flow.Samp
 		}
 		desc = append(desc, d)
 	}
-	return s, nil, strings.Join(desc, ", "), nil
+	return s, strings.Join(desc, ", "), nil
 }
 
 // Report is what report.json holds. Rates are fractions in [0, 1];
@@ -370,7 +369,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep.Models.VAE, rep.Models.Flow = vaePath, flowPath
-	s, expertOpts, expertDesc, err := sampler(o, fm, shipped)
+	s, expertDesc, err := sampler(o, fm, shipped)
 	if err != nil {
 		return err
 	}
@@ -380,10 +379,10 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 
 	start := time.Now()
-	sopts := append([]flow.SampleOption{flow.WithSampler(s), flow.WithSeed(o.seed), flow.WithProgress(bar(stderr, "sampling"))}, expertOpts...)
 	if o.constrained {
-		sopts = append(sopts, flow.WithDecodeOptions(vae.WithEdgeConstraint(mol.MOSES.DatasetValenceOK)))
+		s.Decode = append(s.Decode, vae.WithEdgeConstraint(mol.MOSES.DatasetValenceOK))
 	}
+	sopts := []flow.SampleOption{flow.WithSampler(s), flow.WithSeed(o.seed), flow.WithProgress(bar(stderr, "sampling"))}
 	if expertDesc != "" {
 		rep.Models.Expert = expertDesc
 		note("%s (not the paper's sampler; -expert none samples without it)", expertDesc)

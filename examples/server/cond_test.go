@@ -62,7 +62,7 @@ func TestCondition(t *testing.T) {
 	t.Cleanup(ts.Close)
 	const n, seed, steps = 3, 2, 3
 	want := func(opts ...flow.SampleOption) []string {
-		gs, err := flow.Sample(context.Background(), cond.flow, n, append([]flow.SampleOption{flow.WithSeed(seed), flow.WithSteps(steps)}, opts...)...)
+		gs, err := flow.Sample(context.Background(), cond.flow, n, append([]flow.SampleOption{flow.WithSeed(seed), flow.WithSettings(func(s *flow.Sampler) { s.Steps = steps })}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

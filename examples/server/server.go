@@ -441,7 +441,7 @@ func (s *server) run(ctx context.Context, j job) ([]byte, error) {
 	opts := append(append([]flow.SampleOption(nil), j.model.opts...), flow.WithSeed(j.seed))
 	if j.steps > 0 {
 		// A request's steps replace the model's grid by a uniform one.
-		opts = append(opts, flow.WithSteps(j.steps), flow.WithTimeShift(1))
+		opts = append(opts, flow.WithSettings(func(s *flow.Sampler) { s.Steps, s.TimeShift = j.steps, 1 }))
 	}
 	if j.cond != nil {
 		opts = append(opts, flow.WithCondition(*j.cond))

@@ -181,7 +181,7 @@ func TestFormats(t *testing.T) {
 	// seed and steps.
 	want := map[string][]*graph.Graph{}
 	for _, m := range []*model{planar, moses} {
-		gs, err := flow.Sample(context.Background(), m.flow, n, flow.WithSeed(seed), flow.WithSteps(steps))
+		gs, err := flow.Sample(context.Background(), m.flow, n, flow.WithSeed(seed), flow.WithSettings(func(s *flow.Sampler) { s.Steps = steps }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -546,10 +546,16 @@ func TestBundleRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tuned := []flow.SampleOption{flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}),
-		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.25)}
+	tuned := func(steps int, shift float64) flow.SampleOption {
+		return flow.WithSettings(func(s *flow.Sampler) {
+			s.Steps, s.TimeShift = steps, shift
+			s.Experts = []flow.Expert{{Model: expert, From: flow.DefaultExpertFrom}}
+			s.Offsets = flow.TimeOffsets{Step: 0.01, From: 0.5, Jump: -0.02}
+			s.EdgeRule, s.EdgeMargin = vae.BothDirections.String(), ptr(1.25)
+		})
+	}
 	body := sampleOne(t, m, `{"n": 3, "seed": 7, "steps": 12}`)
-	want, err := flow.Sample(context.Background(), plain, 3, append([]flow.SampleOption{flow.WithSeed(7), flow.WithSteps(12)}, tuned...)...)
+	want, err := flow.Sample(context.Background(), plain, 3, flow.WithSeed(7), tuned(12, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,7 +563,7 @@ func TestBundleRecipe(t *testing.T) {
 
 	// Without steps, the request samples on the recipe's grid, as examples/planar.
 	body = sampleOne(t, m, `{"n": 2, "seed": 7}`)
-	want, err = flow.Sample(context.Background(), plain, 2, append([]flow.SampleOption{flow.WithSeed(7), flow.WithSteps(70), flow.WithTimeShift(1.43)}, tuned...)...)
+	want, err = flow.Sample(context.Background(), plain, 2, flow.WithSeed(7), tuned(70, 1.43))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,16 +585,19 @@ func TestCompletedSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	valid := func(g *graph.Graph) bool { return graph.IsConnected(g) && planar.IsPlanar(g) }
-	want, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(3), flow.WithSteps(12),
-		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}),
-		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.5), flow.WithDecodeOptions(vae.WithEdgeCompletion(valid, -4)))
+	tuned := flow.WithSettings(func(s *flow.Sampler) {
+		s.Steps = 12
+		s.Experts = []flow.Expert{{Model: expert, From: flow.DefaultExpertFrom}}
+		s.Offsets = flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}
+		s.EdgeRule, s.EdgeMargin = vae.BothDirections.String(), ptr(1.5)
+	})
+	complete := flow.WithSettings(func(s *flow.Sampler) { s.Decode = append(s.Decode, vae.WithEdgeCompletion(valid, -4)) })
+	want, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(3), tuned, complete)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGraph6(t, body, want)
-	plain, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(3), flow.WithSteps(12),
-		flow.WithExpert(expert, flow.DefaultExpertFrom), flow.WithTimeOffsets(flow.TimeOffsets{Step: 0.015, From: 0.5, Jump: -0.035}),
-		flow.WithEdgeRule(vae.BothDirections), flow.WithEdgeMargin(1.5))
+	plain, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(3), tuned)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,13 +644,15 @@ func TestShippedMOSESSettings(t *testing.T) {
 	}
 	// 10 steps: the grid's steps from 0.4 to 0.7 are the expert's.
 	body := sampleOne(t, m, `{"n": 4, "seed": 7, "steps": 10}`)
-	want, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(7), flow.WithSteps(10), flow.WithTemperature(0.8),
-		flow.WithExpert(expert, 0.4), flow.WithExpert(plainFlow, 0.75))
+	want, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(7), flow.WithSettings(func(s *flow.Sampler) {
+		s.Steps, s.Temperature = 10, 0.8
+		s.Experts = []flow.Expert{{Model: expert, From: 0.4, Until: 0.75}, {Model: plainFlow, From: 0.75}}
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGraph6(t, body, want)
-	plain, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(7), flow.WithSteps(10), flow.WithTemperature(0.8))
+	plain, err := flow.Sample(context.Background(), plainFlow, 4, flow.WithSeed(7), flow.WithSettings(func(s *flow.Sampler) { s.Steps, s.Temperature = 10, 0.8 }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -677,10 +688,12 @@ func loadShipped(t *testing.T, name, recipe string) (*model, *flow.Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := flow.Sample(context.Background(), plainFlow, 2, flow.WithSeed(1), flow.WithSteps(3), flow.WithTimeShift(1))
+	want, err := flow.Sample(context.Background(), plainFlow, 2, flow.WithSeed(1), flow.WithSettings(func(s *flow.Sampler) { s.Steps, s.TimeShift = 3, 1 }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkGraph6(t, sampleOne(t, plain[0], `{"n": 2, "seed": 1, "steps": 3}`), want)
 	return models[0], plainFlow
 }
+
+func ptr(v float64) *float64 { return &v }

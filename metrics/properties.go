@@ -1,4 +1,4 @@
-package flow
+package metrics
 
 import (
 	"fmt"
@@ -9,8 +9,9 @@ import (
 )
 
 // BuiltinProperties are the names of the properties GraphProperties
-// computes from a graph, to build conditions (NewConditions) from data
-// that carries none. A directed graph's are its undirected view's, but
+// computes from a graph, to build the conditions of a conditional flow
+// (flow.NewConditions) from data that carries none, and to measure how
+// well sampled graphs meet them (PropertyMAE). A directed graph's are its undirected view's, but
 // for the edge count.
 //
 //   - edges: the number of edges (arcs of a directed graph).
@@ -43,7 +44,7 @@ func GraphProperties(gs []*graph.Graph, names ...string) ([][]float64, error) {
 		for j, f := range fns {
 			v, err := f(g)
 			if err != nil {
-				return nil, fmt.Errorf("flow: graph %d: %s: %w", i, names[j], err)
+				return nil, fmt.Errorf("metrics: graph %d: %s: %w", i, names[j], err)
 			}
 			out[i][j] = v
 		}
@@ -58,7 +59,7 @@ func propertyFunc(name string) (func(*graph.Graph) (float64, error), error) {
 	case "edges":
 		return func(g *graph.Graph) (float64, error) { return float64(g.M()), nil }, nil
 	case "triangles":
-		return func(g *graph.Graph) (float64, error) { return float64(Triangles(g)), nil }, nil
+		return func(g *graph.Graph) (float64, error) { return float64(triangles(g)), nil }, nil
 	case "diameter":
 		return func(g *graph.Graph) (float64, error) {
 			if !graph.IsConnected(g) {
@@ -67,9 +68,9 @@ func propertyFunc(name string) (func(*graph.Graph) (float64, error), error) {
 			return float64(graph.Diameter(g)), nil
 		}, nil
 	case "rings":
-		return func(g *graph.Graph) (float64, error) { return float64(CircuitRank(g)), nil }, nil
+		return func(g *graph.Graph) (float64, error) { return float64(circuitRank(g)), nil }, nil
 	}
-	return nil, fmt.Errorf("flow: unknown property %q (built in: %s)", name, strings.Join(BuiltinProperties, ", "))
+	return nil, fmt.Errorf("metrics: unknown property %q (built in: %s)", name, strings.Join(BuiltinProperties, ", "))
 }
 
 // PropertyMAE returns the mean absolute error between target and the
@@ -80,14 +81,14 @@ func propertyFunc(name string) (func(*graph.Graph) (float64, error), error) {
 // over the m graphs that have the property: a disconnected graph has no
 // diameter, and is left out. It returns m too; with m = 0 the error is
 // NaN. It measures how well graphs sampled under the condition
-// name=target (WithCondition) meet it. An unknown name is an error.
+// name=target (flow.WithCondition) meet it. An unknown name is an error.
 func PropertyMAE(gs []*graph.Graph, name string, target float64) (mae float64, m int, err error) {
 	f, err := propertyFunc(name)
 	if err != nil {
 		return 0, 0, err
 	}
 	if math.IsNaN(target) || math.IsInf(target, 0) {
-		return 0, 0, fmt.Errorf("flow: the target of %s, %g, is not a finite number", name, target)
+		return 0, 0, fmt.Errorf("metrics: the target of %s, %g, is not a finite number", name, target)
 	}
 	sum := 0.0
 	for _, g := range gs {
@@ -104,8 +105,8 @@ func PropertyMAE(gs []*graph.Graph, name string, target float64) (mae float64, m
 	return sum / float64(m), m, nil
 }
 
-// Triangles returns the number of triangles of g's undirected view.
-func Triangles(g *graph.Graph) int {
+// triangles returns the number of triangles of g's undirected view.
+func triangles(g *graph.Graph) int {
 	u := g
 	if g.Directed() {
 		u = g.Undirected()
@@ -135,9 +136,9 @@ func Triangles(g *graph.Graph) int {
 	return count
 }
 
-// CircuitRank returns the number of independent cycles of g's undirected
+// circuitRank returns the number of independent cycles of g's undirected
 // view: edges - nodes + connected components.
-func CircuitRank(g *graph.Graph) int {
+func circuitRank(g *graph.Graph) int {
 	u := g
 	if g.Directed() {
 		u = g.Undirected()
