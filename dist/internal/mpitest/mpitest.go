@@ -1,0 +1,136 @@
+// Package mpitest runs cases of a test binary as the ranks of an MPI job:
+// the test re-executes its own binary under mpirun with an environment
+// variable that names the case, and the binary's TestMain runs the case
+// instead of the tests (see Child).
+package mpitest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"lgflow/dist/mpi"
+)
+
+// Env names the environment variable that carries the case to a child.
+const Env = "LGFLOW_DIST_MPI_CASE"
+
+// Child returns the case this process is to run as a rank of an MPI job,
+// or "" in an ordinary test run. A TestMain runs it and exits:
+//
+//	if c := mpitest.Child(); c != "" { os.Exit(runCase(c)) }
+func Child() string { return os.Getenv(Env) }
+
+var avail struct {
+	once    sync.Once
+	mpirun  string
+	version string
+	reason  string
+}
+
+// Available returns the path of Open MPI's mpirun and libmpi's version, or
+// a reason why MPI tests cannot run here. LGFLOW_DIST_NO_MPI=1 disables
+// them.
+func Available() (mpirun, version, reason string) {
+	avail.once.Do(func() {
+		if os.Getenv("LGFLOW_DIST_NO_MPI") == "1" {
+			avail.reason = "LGFLOW_DIST_NO_MPI=1"
+			return
+		}
+		p, err := exec.LookPath("mpirun")
+		if err != nil {
+			avail.reason = "no mpirun on PATH (Debian: apt-get install openmpi-bin libopenmpi3)"
+			return
+		}
+		out, _ := exec.Command(p, "--version").CombinedOutput()
+		if !strings.Contains(string(out), "Open MPI") {
+			avail.reason = fmt.Sprintf("%s is not Open MPI's mpirun (%q)", p, strings.TrimSpace(string(out)))
+			return
+		}
+		v, err := mpi.LibraryVersion("")
+		if err != nil {
+			avail.reason = err.Error()
+			return
+		}
+		avail.mpirun, avail.version = p, v
+	})
+	return avail.mpirun, avail.version, avail.reason
+}
+
+// Skip skips t, saying why, unless Open MPI's mpirun and libmpi are here.
+func Skip(t testing.TB) {
+	t.Helper()
+	if _, _, reason := Available(); reason != "" {
+		t.Skip("MPI test skipped: " + reason)
+	}
+}
+
+// Result is the outcome of one mpirun.
+type Result struct {
+	Output  string        // mpirun's and the ranks' stdout and stderr, interleaved
+	Err     error         // the error of mpirun's exit (nil: every rank exited 0)
+	Elapsed time.Duration // from start to mpirun's exit
+	End     time.Time     // when mpirun exited
+	Killed  bool          // mpirun ran past the limit and was stopped
+}
+
+// ExitCode returns mpirun's exit status (0 when it succeeded, -1 when it
+// was ended by a signal or did not start).
+func (r Result) ExitCode() int {
+	var ee *exec.ExitError
+	if errors.As(r.Err, &ee) {
+		return ee.ExitCode()
+	}
+	if r.Err != nil {
+		return -1
+	}
+	return 0
+}
+
+// Job is one run of a case under mpirun.
+type Job struct {
+	NP    int           // the number of ranks
+	Case  string        // the case the ranks run (see Child)
+	Limit time.Duration // the job is stopped after this long
+	Args  []string      // more mpirun options, before the program
+	Env   []string      // more environment variables, "NAME=value"
+}
+
+// Run runs job.Case of the current test binary on job.NP ranks under
+// `mpirun --allow-run-as-root --oversubscribe -np NP`, and stops the job
+// (SIGTERM to mpirun, then SIGKILL to its process group) if it runs longer
+// than job.Limit. It skips t when MPI is not available.
+func Run(t testing.TB, job Job) Result {
+	t.Helper()
+	Skip(t)
+	mpirun, _, _ := Available()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), job.Limit)
+	defer cancel()
+	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", fmt.Sprint(job.NP),
+		// shared memory and loopback only: no probing of network devices.
+		"--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "lo"}
+	args = append(append(args, job.Args...), self, "-test.run=^$")
+	cmd := exec.CommandContext(ctx, mpirun, args...)
+	cmd.Env = append(append(os.Environ(), Env+"="+job.Case), job.Env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	ownGroup(cmd)
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	err = cmd.Run()
+	end := time.Now()
+	r := Result{Output: out.String(), Err: err, Elapsed: end.Sub(start), End: end, Killed: ctx.Err() != nil}
+	killGroup(cmd) // ranks that outlived mpirun
+	return r
+}
