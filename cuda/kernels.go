@@ -11,14 +11,14 @@ import (
 // architecture.
 //
 //go:embed kernels/common.cuh kernels/elementwise.cu kernels/reduce.cu kernels/index.cu kernels/fused.cu kernels/gine.cu
-//go:embed kernels/dit.cu kernels/attention.cu
+//go:embed kernels/dit.cu kernels/attention.cu kernels/deepset.cu
 var kernelFS embed.FS
 
 // sourceFiles is the order in which the kernel files form one program.
 var sourceFiles = []string{
 	"kernels/common.cuh", "kernels/elementwise.cu", "kernels/reduce.cu", "kernels/index.cu", "kernels/fused.cu",
 	"kernels/gine.cu",
-	"kernels/dit.cu", "kernels/attention.cu",
+	"kernels/dit.cu", "kernels/attention.cu", "kernels/deepset.cu",
 }
 
 // kernelSource returns the program text: the files of sourceFiles, each
@@ -81,6 +81,10 @@ const (
 	kColPartials
 	kFlashFwd
 	kFlashBwd
+	kDeepSetFwd
+	kDeepSetBwdDS
+	kDeepSetBwdCols
+	kDeepSetParams
 	numKernels
 )
 
@@ -97,6 +101,8 @@ var kernelNames = [numKernels]string{
 	kLNMod: "ln_mod", kLNModBwd: "ln_mod_bwd", kLNModSets: "ln_mod_sets", kGateRes: "gate_res",
 	kGateResBwd: "gate_res_bwd", kBiasGELU: "bias_gelu", kBiasGELUBwd: "bias_gelu_bwd",
 	kColPartials: "col_partials", kFlashFwd: "flash_fwd", kFlashBwd: "flash_bwd",
+	kDeepSetFwd: "deepset_fwd", kDeepSetBwdDS: "deepset_bwd_ds", kDeepSetBwdCols: "deepset_bwd_cols",
+	kDeepSetParams: "deepset_params",
 }
 
 var ctypes = [2]string{"float", "double"}

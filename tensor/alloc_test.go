@@ -37,6 +37,8 @@ func TestZeroAllocs(t *testing.T) {
 			mm := New(dt, n, n)
 			m1, v1 := New(dt, n, 257), New(dt, n, 257)
 			dstT, aT, bT, aTT := dst.T(), a.T(), b.T(), a.T().T()
+			dsCtx, dsVec, dsBo := randT(r, dt, n, 16), randT(r, dt, 16), randT(r, dt, 1)
+			dsCtxGrad, dsVecGrad, dsBoGrad := New(dt, n, 16), New(dt, 16), New(dt, 1)
 			ops := map[string]func(){
 				"Add":          func() { Add(dst, a, b) },
 				"AddRow":       func() { Add(dst, a, row) },
@@ -67,7 +69,11 @@ func TestZeroAllocs(t *testing.T) {
 				"AttentionBwd": func() { AttentionBackward(dq, dk, dv, ao, q, k, v, ap, 0.3) },
 				"AdamW":        func() { AdamWStep(dst, a, m1, v1, 1e-3, 0.9, 0.999, 1e-8, 0.01, 1) },
 				"Fill":         func() { dst.Fill(1) },
-				"Copy":         func() { Copy(dst, aTT) },
+				"DeepSet":      func() { DeepSetScores(dst, a, dsCtx, dsVec, dsVec, dsVec, dsBo) },
+				"DeepSetBwd": func() {
+					DeepSetScoresBackward(dst, dsCtxGrad, dsVecGrad, dsVecGrad, dsVecGrad, dsBoGrad, b, a, dsCtx, dsVec, dsVec, dsVec)
+				},
+				"Copy": func() { Copy(dst, aTT) },
 			}
 			for name, f := range ops {
 				f() // warm pools

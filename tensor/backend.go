@@ -239,6 +239,13 @@ type Backend interface {
 	BiasGELUBackward(dx, dbias, gy, x, bias *Tensor)
 	FlashAttention(out, lse, q, k, v, keyMask *Tensor, scale float64)
 	FlashAttentionBackward(dq, dk, dv, gout, q, k, v, out, lse, keyMask *Tensor, scale float64)
+
+	// DeepSetScores and DeepSetScoresBackward implement the package
+	// functions of the same name, the LG-VAE decoder's fused row-wise
+	// DeepSet (arguments validated, s.Size() > 0, optional tensors nil when
+	// absent; see fused_deepset.go).
+	DeepSetScores(y, s, ctx, ws, bs, wo, bo *Tensor)
+	DeepSetScoresBackward(ds, dctx, dws, dbs, dwo, dbo, gy, s, ctx, ws, bs, wo *Tensor)
 }
 
 var (

@@ -24,3 +24,12 @@ func (f fakeBackend) FlashAttention(out, lse, q, k, v, keyMask *Tensor, scale fl
 func (f fakeBackend) FlashAttentionBackward(dq, dk, dv, gout, q, k, v, out, lse, keyMask *Tensor, scale float64) {
 	CPU.FlashAttentionBackward(h(dq), h(dk), h(dv), h(gout), h(q), h(k), h(v), h(out), h(lse), h(keyMask), scale)
 }
+
+// The LG-VAE decoder's fused DeepSet (fused_deepset.go).
+
+func (f fakeBackend) DeepSetScores(y, s, ctx, ws, bs, wo, bo *Tensor) {
+	CPU.DeepSetScores(h(y), h(s), h(ctx), h(ws), h(bs), h(wo), h(bo))
+}
+func (f fakeBackend) DeepSetScoresBackward(ds, dctx, dws, dbs, dwo, dbo, gy, s, ctx, ws, bs, wo *Tensor) {
+	CPU.DeepSetScoresBackward(h(ds), h(dctx), h(dws), h(dbs), h(dwo), h(dbo), h(gy), h(s), h(ctx), h(ws), h(bs), h(wo))
+}

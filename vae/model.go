@@ -493,11 +493,12 @@ func (m *Model) DecodeDense(tp *autograd.Tape, z *autograd.Var, sizes []int) *De
 	// Row-wise DeepSet: context from the mean of row i's valid scores.
 	rowMean := tp.Div(tp.Sum(tp.Mul(s, maskV), 3, true), countV) // (B, C, N, 1)
 	ctx := m.dsCtx.Forward(tp, m.dsPhi.Forward(tp, rowMean))     // (B, C, N, Ds)
-	ctx = tp.Unsqueeze(ctx, 3)                                   // (B, C, N, 1, Ds)
-	Ds := m.Cfg.DeepSet
-	self := tp.Add(tp.Mul(tp.Unsqueeze(s, 4), tp.Reshape(m.dsSelf.W, Ds)), m.dsSelf.B) // (B, C, N, N, Ds)
-	hid := tp.GELU(tp.Add(self, ctx))
-	logit := m.dsOut.Forward(tp, hid) // (B, C, N, N, 1)
+	// Each score s[b, c, i, j] -> dsOut(GELU(dsSelf(s) + ctx[b, c, i])),
+	// fused: no (B, C, N, N, Ds) tensor, forward or backward. dsSelf's
+	// weight is (Ds, 1) and dsOut's (1, Ds): both are vectors of Ds.
+	Ds, rows := m.Cfg.DeepSet, B*C*N
+	logit := tp.DeepSetScores(tp.Reshape(s, rows, N), tp.Reshape(ctx, rows, Ds),
+		tp.Reshape(m.dsSelf.W, Ds), m.dsSelf.B, tp.Reshape(m.dsOut.W, Ds), m.dsOut.B) // (B·C·N, N)
 	logit = tp.Permute(tp.Reshape(logit, B, C, N, N), 0, 2, 3, 1)
 	logit = tp.Contiguous(logit) // (B, N, N, C)
 	if m.Cfg.SymmetricLogits {

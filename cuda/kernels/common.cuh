@@ -1,6 +1,7 @@
 // common.cuh: definitions shared by every lgflow kernel. The Go side
 // (package cuda) concatenates common.cuh, elementwise.cu, reduce.cu,
-// index.cu, fused.cu and gine.cu, in that order, into one NVRTC program. No header of
+// index.cu, fused.cu, gine.cu, dit.cu, attention.cu and deepset.cu, in that
+// order (sourceFiles in kernels.go), into one NVRTC program. No header of
 // the CUDA toolkit is included: NVRTC provides the device math functions,
 // atomics and warp intrinsics used here.
 //

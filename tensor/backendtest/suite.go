@@ -77,6 +77,8 @@ var cases = []testCase{
 	{"BiasGELUBackward", testBiasGELUBackward},
 	{"FlashAttention", testFlashAttention},
 	{"FlashAttentionBackward", testFlashAttentionBackward},
+	{"DeepSetScores", testDeepSetScores},
+	{"DeepSetScoresBackward", testDeepSetScoresBackward},
 }
 
 // Methods returns the names of the Backend methods the suite covers, one
