@@ -12,10 +12,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if c := mpitest.Child(); c != "" {
-		os.Exit(runCase(c))
-	}
-	os.Exit(m.Run())
+	mpitest.Main(m, map[string]func() error{"data-parallel": caseDataParallel})
 }
 
 func TestLocal(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,21 +16,6 @@ import (
 	"lgflow/tensor"
 	"lgflow/trainer"
 )
-
-// runCase runs a case as a rank of an MPI job (see mpitest.Child).
-func runCase(name string) int {
-	cases := map[string]func() error{"data-parallel": caseDataParallel}
-	f, ok := cases[name]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "unknown case %q\n", name)
-		return 2
-	}
-	if err := f(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL rank %s: %v\n", os.Getenv("OMPI_COMM_WORLD_RANK"), err)
-		return 1
-	}
-	return 0
-}
 
 // TestDataParallel runs caseDataParallel on 2 ranks under mpirun.
 func TestDataParallel(t *testing.T) {

@@ -15,12 +15,7 @@ import (
 	"lgflow/dist/mpi"
 )
 
-func TestMain(m *testing.M) {
-	if c := mpitest.Child(); c != "" {
-		os.Exit(runCase(c))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { mpitest.Main(m, cases) }
 
 // cases are the bodies that run as ranks under mpirun. Each returns an
 // error, printed and turned into exit status 1; nil exits 0.
@@ -29,19 +24,6 @@ var cases = map[string]func() error{
 	"watchdog":    caseWatchdog,
 	"sigkill":     caseSigkill,
 	"bench":       caseBench,
-}
-
-func runCase(name string) int {
-	f, ok := cases[name]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "unknown case %q\n", name)
-		return 2
-	}
-	if err := f(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL rank %s: %v\n", os.Getenv("OMPI_COMM_WORLD_RANK"), err)
-		return 1
-	}
-	return 0
 }
 
 // value is the deterministic element i of rank r's buffer: magnitudes

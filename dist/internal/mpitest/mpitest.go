@@ -23,10 +23,29 @@ import (
 const Env = "LGFLOW_DIST_MPI_CASE"
 
 // Child returns the case this process is to run as a rank of an MPI job,
-// or "" in an ordinary test run. A TestMain runs it and exits:
-//
-//	if c := mpitest.Child(); c != "" { os.Exit(runCase(c)) }
+// or "" in an ordinary test run (Main runs it).
 func Child() string { return os.Getenv(Env) }
+
+// Main is a test binary's TestMain: in an ordinary run it runs the tests of
+// m; in a rank of an MPI job (Child) it runs the case named from cases
+// instead and exits 0 when it returns nil, 1 when it fails (saying so on
+// stderr, with the rank) and 2 for an unknown case.
+func Main(m *testing.M, cases map[string]func() error) {
+	name := Child()
+	if name == "" {
+		os.Exit(m.Run())
+	}
+	f, ok := cases[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown case %q\n", name)
+		os.Exit(2)
+	}
+	if err := f(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL rank %s: %v\n", os.Getenv("OMPI_COMM_WORLD_RANK"), err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
 
 var avail struct {
 	once    sync.Once
