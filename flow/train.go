@@ -375,6 +375,31 @@ func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *t
 // resumed run continues bit for bit.
 func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions) (_ *Model, err error) {
 	defer tensor.CatchDeviceError(&err)
+	schema, err := checkTrainArgs(cfg, ae, train, lat)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newTrainRun(ctx, cfg, ae, train, lat, opts, schema)
+	if err != nil {
+		return nil, err
+	}
+	state, err := r.openDir()
+	if err != nil {
+		return nil, err
+	}
+	r.meta[metaScale] = fmt.Sprint(r.m.Scale)
+	if r.dec, err = newDecoderTerm(cfg, ae, r.m); err != nil {
+		return nil, err
+	}
+	r.stepper = trainer.NewStepper(r.params, r.opt, 0)
+	state, err = trainer.Run(ctx, state, r.loop())
+	return r.finish(ctx, state, err)
+}
+
+// checkTrainArgs rejects the configuration, autoencoder and training set
+// that Train cannot run with, before anything is built, and returns the
+// conditions' schema (nil: unconditional).
+func checkTrainArgs(cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents) (*Condition, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -394,6 +419,43 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	if err := checkSchema(schema, cfg.DiT); err != nil {
 		return nil, fmt.Errorf("flow: %w", err)
 	}
+	return schema, nil
+}
+
+// trainRun is one call of Train: the denoiser being trained, its
+// optimiser and EMA, the model it becomes, and where it writes.
+type trainRun struct {
+	cfg   Config
+	opts  TrainOptions
+	train *vae.Dataset
+	lat   *Latents
+
+	// m is the model being trained: its latent scale, node counts and
+	// conditions; its Net is set when the run ends.
+	m        *Model
+	net      *dit.Model
+	params   []optim.Param
+	opt      *optim.AdamW
+	schedule optim.StableDecay
+	ema      *optim.EMA
+	dec      *decoderTerm // the decoder loss of the data estimate, if any
+	// stepper checks for non-finite values on a GPU every few steps, and
+	// before anything is saved.
+	stepper              *trainer.Stepper
+	meta                 map[string]string // the checkpoints' metadata
+	statePath, modelPath string            // empty without TrainOptions.Dir
+
+	// sampled is a Model whose Net holds the EMA weights after step
+	// sampledStep (emaModel): validation, the checkpoint and the returned
+	// model of one step share it.
+	sampled     *Model
+	sampledStep int
+}
+
+// newTrainRun builds the denoiser of cfg (from opts.Init's weights when
+// given, on opts.Backend, its weights flattened), its AdamW optimiser,
+// learning-rate schedule and EMA, and the model with its latent scale.
+func newTrainRun(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions, schema *Condition) (*trainRun, error) {
 	net, err := dit.New(cfg.DiT, tensor.NewRNG(cfg.Seed))
 	if err != nil {
 		return nil, err
@@ -411,196 +473,226 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	if err := trainer.Flatten(net); err != nil {
 		return nil, fmt.Errorf("flow: %w", err)
 	}
-	params := trainer.OptimParams(net)
-	opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: cfg.LR, Beta1: cfg.Beta1, Beta2: cfg.Beta2, Eps: 1e-8, WeightDecay: cfg.WeightDecay})
-	if err != nil {
+	r := &trainRun{cfg: cfg, opts: opts, train: train, lat: lat, net: net, params: trainer.OptimParams(net), sampledStep: -1}
+	if r.opt, err = optim.NewAdamW(r.params, optim.AdamWConfig{LR: cfg.LR, Beta1: cfg.Beta1, Beta2: cfg.Beta2, Eps: 1e-8, WeightDecay: cfg.WeightDecay}); err != nil {
 		return nil, err
 	}
-	schedule := optim.StableDecay{Peak: cfg.LR, Steps: cfg.Steps, Decay: cfg.Cooldown}
-	ema, err := optim.NewEMA(params, optim.EMAConfig{Beta: cfg.EMABeta, UpdateAfterStep: cfg.EMAAfter, UpdateEvery: 1, InvGamma: 1, Power: 2.0 / 3})
-	if err != nil {
+	r.schedule = optim.StableDecay{Peak: cfg.LR, Steps: cfg.Steps, Decay: cfg.Cooldown}
+	if r.ema, err = optim.NewEMA(r.params, optim.EMAConfig{Beta: cfg.EMABeta, UpdateAfterStep: cfg.EMAAfter, UpdateEvery: 1, InvGamma: 1, Power: 2.0 / 3}); err != nil {
 		return nil, err
 	}
-	m := &Model{Cfg: cfg, VAE: ae, NodeCounts: nodeCountHistogram(train.Graphs), Cond: cloneCondition(schema)}
-	n := len(train.Graphs)
-	first := trainer.BatchOrder(cfg.Seed^0xf10f10, n, cfg.BatchSize, 0)
-	m.Scale = lat.latentScale(first, cfg.SampleLatents, tensor.NewRNG(cfg.Seed^0x5ca1e))
+	r.m = &Model{Cfg: cfg, VAE: ae, NodeCounts: nodeCountHistogram(train.Graphs), Cond: cloneCondition(schema)}
+	first := trainer.BatchOrder(cfg.Seed^0xf10f10, len(train.Graphs), cfg.BatchSize, 0)
+	r.m.Scale = lat.latentScale(first, cfg.SampleLatents, tensor.NewRNG(cfg.Seed^0x5ca1e))
 	if opts.Init != nil {
-		if m.Scale, err = initScale(ctx, opts.Init, ae, train, lat, first); err != nil {
+		if r.m.Scale, err = initScale(ctx, opts.Init, ae, train, lat, first); err != nil {
 			return nil, err
 		}
 	}
+	r.meta = map[string]string{trainer.MetaKind: stateKind, trainer.MetaConfig: trainer.MarshalMeta(cfg)}
+	if r.m.Cond != nil {
+		r.meta[metaCondition] = trainer.MarshalMeta(r.m.Cond)
+	}
+	return r, nil
+}
 
+// openDir creates TrainOptions.Dir and, with Resume, loads the denoiser,
+// optimiser, EMA and latent scale from the training state there,
+// returning the state to run from (the zero RunState for a new run, or
+// without Dir).
+func (r *trainRun) openDir() (trainer.RunState, error) {
 	var run trainer.RunState
-	statePath, modelPath := "", ""
-	meta := map[string]string{trainer.MetaKind: stateKind, trainer.MetaConfig: trainer.MarshalMeta(cfg)}
-	if m.Cond != nil {
-		meta[metaCondition] = trainer.MarshalMeta(m.Cond)
+	if r.opts.Dir == "" {
+		return run, nil
 	}
-	if opts.Dir != "" {
-		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-			return nil, err
-		}
-		statePath, modelPath = filepath.Join(opts.Dir, StateFile), filepath.Join(opts.Dir, ModelFile)
-		if opts.Resume {
-			if _, err := os.Stat(statePath); err == nil {
-				st, err := trainer.LoadState(statePath, net, opt)
-				if err != nil {
-					return nil, fmt.Errorf("flow: resume: %w", err)
-				}
-				var saved Config
-				if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || !resumable(saved, cfg) {
-					return nil, fmt.Errorf("flow: resume: %s was written for a different configuration", statePath)
-				}
-				if st.Meta[metaCondition] != meta[metaCondition] {
-					return nil, fmt.Errorf("flow: resume: %s was written for other conditions (%s), these are %s", statePath, orNone(st.Meta[metaCondition]), orNone(meta[metaCondition]))
-				}
-				if err := ema.LoadWeights(st.Extra); err != nil {
-					return nil, fmt.Errorf("flow: resume: EMA weights: %w", err)
-				}
-				if run, err = st.Run("best_score"); err != nil {
-					return nil, fmt.Errorf("flow: resume: %s: %w", statePath, err)
-				}
-				if m.Scale, err = strconv.ParseFloat(st.Meta[metaScale], 64); err != nil || !(m.Scale > 0) || math.IsInf(m.Scale, 0) {
-					return nil, fmt.Errorf("flow: resume: %s: bad %q metadata %q", statePath, metaScale, st.Meta[metaScale])
-				}
-			}
-		}
+	if err := os.MkdirAll(r.opts.Dir, 0o755); err != nil {
+		return run, err
 	}
-	meta[metaScale] = fmt.Sprint(m.Scale)
-	dec, err := newDecoderTerm(cfg, ae, m)
+	r.statePath, r.modelPath = filepath.Join(r.opts.Dir, StateFile), filepath.Join(r.opts.Dir, ModelFile)
+	if !r.opts.Resume {
+		return run, nil
+	}
+	if _, err := os.Stat(r.statePath); err != nil {
+		return run, nil
+	}
+	st, err := trainer.LoadState(r.statePath, r.net, r.opt)
+	if err != nil {
+		return run, fmt.Errorf("flow: resume: %w", err)
+	}
+	var saved Config
+	if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || !resumable(saved, r.cfg) {
+		return run, fmt.Errorf("flow: resume: %s was written for a different configuration", r.statePath)
+	}
+	if st.Meta[metaCondition] != r.meta[metaCondition] {
+		return run, fmt.Errorf("flow: resume: %s was written for other conditions (%s), these are %s", r.statePath, orNone(st.Meta[metaCondition]), orNone(r.meta[metaCondition]))
+	}
+	if err := r.ema.LoadWeights(st.Extra); err != nil {
+		return run, fmt.Errorf("flow: resume: EMA weights: %w", err)
+	}
+	if run, err = st.Run("best_score"); err != nil {
+		return run, fmt.Errorf("flow: resume: %s: %w", r.statePath, err)
+	}
+	if r.m.Scale, err = strconv.ParseFloat(st.Meta[metaScale], 64); err != nil || !(r.m.Scale > 0) || math.IsInf(r.m.Scale, 0) {
+		return run, fmt.Errorf("flow: resume: %s: bad %q metadata %q", r.statePath, metaScale, st.Meta[metaScale])
+	}
+	return run, nil
+}
+
+// validating reports whether the run validates: with a score, every
+// Config.ValEvery steps.
+func (r *trainRun) validating() bool { return r.opts.Score != nil && r.cfg.ValEvery > 0 }
+
+// loop returns the trainer.Loop of the run: its cadence and its step
+// preparation, checkpoint, progress and (when validating) validation
+// functions.
+func (r *trainRun) loop() trainer.Loop {
+	cfg, opts := r.cfg, r.opts
+	l := trainer.Loop{
+		Seed: cfg.Seed, BatchSeed: cfg.Seed ^ 0xf10f10, N: len(r.train.Graphs), BatchSize: cfg.BatchSize,
+		Steps: cfg.Steps, ValEvery: cfg.ValEvery, CheckpointEvery: cfg.CheckpointEvery, LogEvery: opts.LogEvery,
+		MaxDuration: opts.MaxDuration, TiesToLater: true, Sizes: nodeCountsIf(cfg.BucketBySize, r.lat),
+		Prepare:    r.prepare,
+		Checkpoint: r.checkpoint,
+		Progress:   r.progress,
+	}
+	if r.validating() {
+		l.Validate = r.validate
+		// Ties go to the later (longer-trained) model.
+		l.SaveBest = r.saveBest
+	}
+	return l
+}
+
+// prepare assembles the batch of a step (latents, noise, times, the
+// decoder term's graphs, conditions), drawing from rng, while the
+// previous step runs, and returns the step itself.
+func (r *trainRun) prepare(step int, batch []int, rng *tensor.RNG) func() error {
+	cfg, lat := r.cfg, r.lat
+	x1, mask := lat.batchLatents(batch, r.m.Scale, cfg.SampleLatents, rng)
+	pb := prepareBatch(cfg, x1, mask, rng)
+	if r.dec != nil {
+		r.dec.prepare(pb, r.train, batch)
+	}
+	if lat.Cond != nil {
+		pb.cond = lat.Cond.batch(batch, cfg.condDrop(), rng)
+	}
+	return func() error {
+		r.opt.SetLR(r.schedule.LR(step + 1))
+		tp := autograd.NewTape()
+		loss, err := pb.loss(tp, r.net, cfg, rng, r.dec)
+		if err != nil {
+			tp.Release()
+			return err
+		}
+		if err := r.stepper.Step(tp, loss); err != nil {
+			return err
+		}
+		r.ema.Update(step + 1)
+		return nil
+	}
+}
+
+// emaModel returns a Model whose Net holds the EMA weights after step
+// steps, built once per step.
+func (r *trainRun) emaModel(step int) (*Model, error) {
+	if r.sampled != nil && r.sampledStep == step {
+		return r.sampled, nil
+	}
+	s := *r.m
+	net, err := dit.New(r.cfg.DiT, tensor.NewRNG(0))
 	if err != nil {
 		return nil, err
 	}
-	// sampler returns a Model whose Net holds the EMA weights after step
-	// steps, built once per step: validation, the checkpoint and the
-	// returned model of one step share it.
-	var (
-		sampled     *Model
-		sampledStep = -1
-	)
-	sampler := func(step int) (*Model, error) {
-		if sampled != nil && sampledStep == step {
-			return sampled, nil
-		}
-		s := *m
-		net, err := dit.New(cfg.DiT, tensor.NewRNG(0))
-		if err != nil {
-			return nil, err
-		}
-		if err := ema.CopyTo(trainer.OptimParams(net)); err != nil {
-			return nil, err
-		}
-		s.Net = net
-		sampled, sampledStep = &s, step
-		return &s, nil
+	if err := r.ema.CopyTo(trainer.OptimParams(net)); err != nil {
+		return nil, err
 	}
-	// The stepper checks for non-finite values on a GPU every few steps,
-	// and before anything is saved.
-	stepper := trainer.NewStepper(params, opt, 0)
-	// checkpoint writes the training state and, as LastFile, the EMA
-	// model.
-	checkpoint := func(st trainer.RunState) error {
-		if err := stepper.Check(); err != nil || statePath == "" {
-			return err
-		}
-		if err := trainer.SaveState(statePath, net, opt, st.Step, st.Meta(meta), ema.Weights()); err != nil {
-			return err
-		}
-		s, err := sampler(st.Step)
-		if err != nil {
-			return err
-		}
-		return s.Save(filepath.Join(opts.Dir, LastFile), map[string]string{"step": fmt.Sprint(st.Step)})
+	s.Net = net
+	r.sampled, r.sampledStep = &s, step
+	return &s, nil
+}
+
+// checkpoint writes the training state st and, as LastFile, the EMA
+// model (when the run has a directory), once the weights are known to be
+// finite.
+func (r *trainRun) checkpoint(st trainer.RunState) error {
+	if err := r.stepper.Check(); err != nil || r.statePath == "" {
+		return err
 	}
-	validate := opts.Score != nil && cfg.ValEvery > 0
-	loop := trainer.Loop{
-		Seed: cfg.Seed, BatchSeed: cfg.Seed ^ 0xf10f10, N: n, BatchSize: cfg.BatchSize,
-		Steps: cfg.Steps, ValEvery: cfg.ValEvery, CheckpointEvery: cfg.CheckpointEvery, LogEvery: opts.LogEvery,
-		MaxDuration: opts.MaxDuration, TiesToLater: true, Sizes: nodeCountsIf(cfg.BucketBySize, lat),
-		// The batch of the next step is assembled (latents, noise, times,
-		// path points) while this one runs.
-		Prepare: func(step int, batch []int, r *tensor.RNG) func() error {
-			x1, mask := lat.batchLatents(batch, m.Scale, cfg.SampleLatents, r)
-			pb := prepareBatch(cfg, x1, mask, r)
-			if dec != nil {
-				dec.prepare(pb, train, batch)
-			}
-			if lat.Cond != nil {
-				pb.cond = lat.Cond.batch(batch, cfg.condDrop(), r)
-			}
-			return func() error {
-				opt.SetLR(schedule.LR(step + 1))
-				tp := autograd.NewTape()
-				loss, err := pb.loss(tp, net, cfg, r, dec)
-				if err != nil {
-					tp.Release()
-					return err
-				}
-				if err := stepper.Step(tp, loss); err != nil {
-					return err
-				}
-				ema.Update(step + 1)
-				return nil
-			}
-		},
-		Checkpoint: checkpoint,
-		Progress: func(s trainer.Status) {
-			if opts.Progress == nil {
-				return
-			}
-			p := Progress{Step: s.Step, Steps: s.Steps, Loss: stepper.Loss(), Score: math.NaN(), BestScore: math.Inf(-1),
-				Elapsed: s.Elapsed, ETA: s.ETA, StepsPerSecond: s.StepsPerSecond}
-			if s.Score != nil {
-				p.Score = s.Score.Value
-			}
-			if s.Best != nil {
-				p.BestScore = s.Best.Value
-			}
-			opts.Progress(p)
-		},
+	if err := trainer.SaveState(r.statePath, r.net, r.opt, st.Step, st.Meta(r.meta), r.ema.Weights()); err != nil {
+		return err
 	}
-	if validate {
-		loop.Validate = func(ctx context.Context, step int) (trainer.Score, error) {
-			if err := stepper.Check(); err != nil {
-				return trainer.Score{}, err
-			}
-			s, err := sampler(step)
-			if err != nil {
-				return trainer.Score{}, err
-			}
-			gs, err := Sample(ctx, s, cfg.ValSamples, WithSeed(cfg.Seed+uint64(step)), WithSettings(func(s *Sampler) { s.Steps = cfg.ValSteps }))
-			if err != nil {
-				return trainer.Score{}, err
-			}
-			return trainer.Score{Value: opts.Score(gs)}, nil
-		}
-		// Ties go to the later (longer-trained) model.
-		loop.SaveBest = func(step int, sc trainer.Score) error {
-			if modelPath == "" {
-				return nil
-			}
-			s, err := sampler(step) // the model just validated
-			if err != nil {
-				return err
-			}
-			return s.Save(modelPath, map[string]string{"val_score": fmt.Sprint(sc.Value), "step": fmt.Sprint(step)})
-		}
+	s, err := r.emaModel(st.Step)
+	if err != nil {
+		return err
 	}
-	run, err = trainer.Run(ctx, run, loop)
+	return s.Save(filepath.Join(r.opts.Dir, LastFile), map[string]string{"step": fmt.Sprint(st.Step)})
+}
+
+// progress reports s to TrainOptions.Progress with the latest step's loss
+// and the latest validation score.
+func (r *trainRun) progress(s trainer.Status) {
+	if r.opts.Progress == nil {
+		return
+	}
+	p := Progress{Step: s.Step, Steps: s.Steps, Loss: r.stepper.Loss(), Score: math.NaN(), BestScore: math.Inf(-1),
+		Elapsed: s.Elapsed, ETA: s.ETA, StepsPerSecond: s.StepsPerSecond}
+	if s.Score != nil {
+		p.Score = s.Score.Value
+	}
+	if s.Best != nil {
+		p.BestScore = s.Best.Value
+	}
+	r.opts.Progress(p)
+}
+
+// validate scores the EMA model after step by TrainOptions.Score on
+// Config.ValSamples graphs sampled with Config.ValSteps steps.
+func (r *trainRun) validate(ctx context.Context, step int) (trainer.Score, error) {
+	if err := r.stepper.Check(); err != nil {
+		return trainer.Score{}, err
+	}
+	s, err := r.emaModel(step)
+	if err != nil {
+		return trainer.Score{}, err
+	}
+	gs, err := Sample(ctx, s, r.cfg.ValSamples, WithSeed(r.cfg.Seed+uint64(step)), WithSettings(func(s *Sampler) { s.Steps = r.cfg.ValSteps }))
+	if err != nil {
+		return trainer.Score{}, err
+	}
+	return trainer.Score{Value: r.opts.Score(gs)}, nil
+}
+
+// saveBest writes the model just validated, scored sc at step, as the
+// run's model file (when the run has a directory).
+func (r *trainRun) saveBest(step int, sc trainer.Score) error {
+	if r.modelPath == "" {
+		return nil
+	}
+	s, err := r.emaModel(step)
+	if err != nil {
+		return err
+	}
+	return s.Save(r.modelPath, map[string]string{"val_score": fmt.Sprint(sc.Value), "step": fmt.Sprint(step)})
+}
+
+// finish ends the run that trainer.Run left at run with err: it returns
+// the model with the EMA weights and, for a run that completed without a
+// validated model, saves it as the model file.
+func (r *trainRun) finish(ctx context.Context, run trainer.RunState, err error) (*Model, error) {
+	m := r.m
 	if err != nil {
 		if ctx.Err() != nil {
 			return m, err
 		}
 		return m, fmt.Errorf("flow: %w", err)
 	}
-	s, err := sampler(run.Step)
+	s, err := r.emaModel(run.Step)
 	if err != nil {
 		return m, err
 	}
 	m.Net = s.Net
-	if modelPath != "" && (!validate || run.Best == nil) {
-		if err := m.Save(modelPath, map[string]string{"step": fmt.Sprint(run.Step)}); err != nil {
+	if r.modelPath != "" && (!r.validating() || run.Best == nil) {
+		if err := m.Save(r.modelPath, map[string]string{"step": fmt.Sprint(run.Step)}); err != nil {
 			return m, err
 		}
 	}

@@ -256,23 +256,8 @@ func Evaluate(ctx context.Context, gen, ref, train []*graph.Graph, opt Options) 
 	if len(ref) == 0 {
 		return nil, fmt.Errorf("metrics: no reference graphs")
 	}
-	for _, set := range []struct {
-		name string
-		gs   []*graph.Graph
-	}{{"generated", gen}, {"reference", ref}, {"training", train}} {
-		for i, g := range set.gs {
-			if g == nil {
-				return nil, fmt.Errorf("metrics: %s graph %d is nil", set.name, i)
-			}
-			if g.Directed() != (opt.Kind == DAG) {
-				want := "undirected"
-				if opt.Kind == DAG {
-					want = "directed"
-				}
-				return nil, fmt.Errorf("metrics: %s graph %d is %s; kind %s needs %s graphs",
-					set.name, i, map[bool]string{true: "directed", false: "undirected"}[g.Directed()], opt.Kind, want)
-			}
-		}
+	if err := checkSets(gen, ref, train, opt.Kind); err != nil {
+		return nil, err
 	}
 	rep := &Report{Kind: opt.Kind, Generated: len(gen), Reference: len(ref), Train: len(train)}
 
@@ -340,6 +325,39 @@ func Evaluate(ctx context.Context, gen, ref, train []*graph.Graph, opt Options) 
 		return rep, ctx.Err()
 	}
 
+	if err := rep.setVUN(ctx, gen, train, opt); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// checkSets checks that no graph of the sets is nil and that each is
+// directed exactly when kind is DAG.
+func checkSets(gen, ref, train []*graph.Graph, kind Kind) error {
+	for _, set := range []struct {
+		name string
+		gs   []*graph.Graph
+	}{{"generated", gen}, {"reference", ref}, {"training", train}} {
+		for i, g := range set.gs {
+			if g == nil {
+				return fmt.Errorf("metrics: %s graph %d is nil", set.name, i)
+			}
+			if g.Directed() != (kind == DAG) {
+				want := "undirected"
+				if kind == DAG {
+					want = "directed"
+				}
+				return fmt.Errorf("metrics: %s graph %d is %s; kind %s needs %s graphs",
+					set.name, i, map[bool]string{true: "directed", false: "undirected"}[g.Directed()], kind, want)
+			}
+		}
+	}
+	return nil
+}
+
+// setVUN computes the uniqueness, and the validity, novelty and V.U.N.
+// where the kind has a validity test and train is given, into r.
+func (r *Report) setVUN(ctx context.Context, gen, train []*graph.Graph, opt Options) error {
 	vopt := VUNOptions{Iso: iso.Options{NodeLabels: opt.NodeLabels}, Workers: opt.Workers, Timeout: opt.IsoTimeout}
 	if opt.IsoTimeout == 0 && opt.Kind == DAG {
 		vopt.Timeout = 5 * time.Second
@@ -361,23 +379,23 @@ func Evaluate(ctx context.Context, gen, ref, train []*graph.Graph, opt Options) 
 	}
 	v, err := VUN(ctx, gen, train, valid, vopt)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: V.U.N.: %w", err)
+		return fmt.Errorf("metrics: V.U.N.: %w", err)
 	}
 	if opt.Progress != nil {
 		opt.Progress("vun", 1, 1)
 	}
-	rep.IsoTimeouts = v.Timeouts
-	rep.Unique = ptr(v.Unique)
+	r.IsoTimeouts = v.Timeouts
+	r.Unique = ptr(v.Unique)
 	if valid != nil {
-		rep.Valid = ptr(v.Valid)
+		r.Valid = ptr(v.Valid)
 	}
 	if len(train) > 0 {
-		rep.Novel = ptr(v.Novel)
+		r.Novel = ptr(v.Novel)
 		if valid != nil {
-			rep.VUN = ptr(v.VUN)
+			r.VUN = ptr(v.VUN)
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 func (r *Report) set(name string, v float64) {

@@ -81,69 +81,10 @@ func VUN(ctx context.Context, gen, train []*graph.Graph, valid func(*graph.Graph
 			return r, err
 		}
 	}
-	var timeouts int
-	var mu sync.Mutex
-	lookup := func(x *iso.Index, g *graph.Graph) (bool, error) {
-		c := ctx
-		if opt.Timeout > 0 {
-			var cancel context.CancelFunc
-			c, cancel = context.WithTimeout(ctx, opt.Timeout)
-			defer cancel()
-		}
-		ok, err := x.Contains(c, g)
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			mu.Lock()
-			timeouts++
-			mu.Unlock()
-			return false, nil
-		}
-		return ok, err
-	}
-
-	// Novelty of every generated graph against the training set: the
-	// look-ups are independent, so run them in parallel.
-	inTrain := make([]bool, N)
-	isValid := make([]bool, N)
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	jobs := make(chan int, N)
-	for i := range gen {
-		jobs <- i
-	}
-	close(jobs)
-	var wg sync.WaitGroup
-	errs := make([]error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := range jobs {
-				if errs[w] != nil || ctx.Err() != nil {
-					continue
-				}
-				g := gen[i]
-				if g.N() == 0 {
-					continue
-				}
-				isValid[i] = valid(g)
-				if len(train) > 0 {
-					ok, err := lookup(trainIdx, g)
-					if err != nil {
-						errs[w] = err
-						continue
-					}
-					inTrain[i] = ok
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return r, err
-	}
-	if err := ctx.Err(); err != nil {
+	lk := &isoLookup{ctx: ctx, timeout: opt.Timeout}
+	lookup := lk.contains
+	inTrain, isValid, err := checkEach(ctx, gen, valid, len(train) > 0, trainIdx, lk, opt.Workers)
+	if err != nil {
 		return r, err
 	}
 
@@ -187,6 +128,84 @@ func VUN(ctx context.Context, gen, train []*graph.Graph, valid func(*graph.Graph
 	if len(train) == 0 {
 		r.Novel = nanValue()
 	}
-	r.Timeouts = timeouts
+	r.Timeouts = lk.timeouts
 	return r, nil
+}
+
+// isoLookup looks graphs up in isomorphism indexes, each look-up within
+// timeout (0: none); a look-up that times out counts as not found and in
+// timeouts.
+type isoLookup struct {
+	ctx      context.Context
+	timeout  time.Duration
+	mu       sync.Mutex
+	timeouts int
+}
+
+// contains reports whether x holds a graph isomorphic to g.
+func (l *isoLookup) contains(x *iso.Index, g *graph.Graph) (bool, error) {
+	c := l.ctx
+	if l.timeout > 0 {
+		var cancel context.CancelFunc
+		c, cancel = context.WithTimeout(l.ctx, l.timeout)
+		defer cancel()
+	}
+	ok, err := x.Contains(c, g)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && l.ctx.Err() == nil {
+		l.mu.Lock()
+		l.timeouts++
+		l.mu.Unlock()
+		return false, nil
+	}
+	return ok, err
+}
+
+// checkEach tests every generated graph for validity and, with novelty,
+// looks it up in the training index: independent look-ups, run by
+// workers goroutines in parallel (0: GOMAXPROCS).
+func checkEach(ctx context.Context, gen []*graph.Graph, valid func(*graph.Graph) bool, novelty bool, trainIdx *iso.Index, lk *isoLookup, workers int) (inTrain, isValid []bool, err error) {
+	N := len(gen)
+	inTrain, isValid = make([]bool, N), make([]bool, N)
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	jobs := make(chan int, N)
+	for i := range gen {
+		jobs <- i
+	}
+	close(jobs)
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := range jobs {
+				if errs[w] != nil || ctx.Err() != nil {
+					continue
+				}
+				g := gen[i]
+				if g.N() == 0 {
+					continue
+				}
+				isValid[i] = valid(g)
+				if novelty {
+					ok, err := lk.contains(trainIdx, g)
+					if err != nil {
+						errs[w] = err
+						continue
+					}
+					inTrain[i] = ok
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	return inTrain, isValid, nil
 }

@@ -113,7 +113,7 @@ pretrained)
 	flow_state=pretrained/planar/flow-state.safetensors
 	first_phase=flow
 	[ -n "$flow_preset" ] || flow_preset=cpu
-	[ -n "$flow_args_set" ] || flow_args="-batch 256 -lr 5e-5 -steps 10000000"
+	[ -n "$flow_args_set" ] || flow_args="-config batch_size=256,lr=5e-5,steps=10000000"
 	;;
 scratch)
 	vae_file=$dir/vae/vae.safetensors
@@ -183,8 +183,8 @@ run() {
 			if [ "$t" -lt 30 ]; then say "leg over (LG-VAE: $(state vae.used_s 0)s of ${vae_budget_s}s used)"; return 0; fi
 			say "LG-VAE: training for ${t}s (preset $vae_preset, $device)"
 			# shellcheck disable=SC2086
-			timed vae "$LGFLOW" train-vae -dataset planar -preset "$vae_preset" -device "$device" -out "$dir/vae" -resume \
-				-max-time "${t}s" -log-every 25 $vae_args
+			timed vae "$LGFLOW" train-vae -dataset planar -preset "$vae_preset" -device "$device" -out "$dir/vae" \
+				-max-time "${t}s" -config log_every=25 $vae_args
 			;;
 		vae-final)
 			# The flow needs vae.safetensors, written at validations (the
@@ -195,8 +195,8 @@ run() {
 			[ -f "$dir/vae/state.safetensors" ] && step=$("$LGFLOW" convert -i "$dir/vae/state.safetensors" -meta step)
 			say "LG-VAE: validating after step $((step + 1))"
 			# shellcheck disable=SC2086
-			timed vae "$LGFLOW" train-vae -dataset planar -preset "$vae_preset" -device "$device" -out "$dir/vae" -resume \
-				$vae_args -steps $((step + 1)) -val-every 1
+			timed vae "$LGFLOW" train-vae -dataset planar -preset "$vae_preset" -device "$device" -out "$dir/vae" \
+				$vae_args -config steps=$((step + 1)),val_every=1
 			[ -f "$dir/vae/vae.safetensors" ] || { say "LG-VAE: no vae.safetensors after validation"; return 1; }
 			set_state phase flow
 			;;
@@ -212,11 +212,11 @@ run() {
 				say "LG-Flow: continuing $flow_state"
 			fi
 			say "LG-Flow: training for ${t}s (preset $flow_preset, $device)"
-			# -val-every 0: no validation sampling on the CPU (minutes with
+			# val_every=0: no validation sampling on the CPU (minutes with
 			# DiT-T); flow.safetensors is then written at the end of each leg.
 			# shellcheck disable=SC2086
 			timed flow "$LGFLOW" train-flow -vae "$vae_file" -dataset planar -preset "$flow_preset" -device "$device" \
-				-out "$dir/flow" -resume -max-time "${t}s" -val-every 0 -log-every 100 $flow_args
+				-out "$dir/flow" -max-time "${t}s" -config val_every=0,log_every=100 $flow_args
 			;;
 		eval)
 			if [ "$left" -lt 240 ]; then say "leg over (evaluation next)"; return 0; fi

@@ -12,9 +12,9 @@ import (
 )
 
 // TestSampleBundle checks lgflow sample -model: a bundle samples with its
-// recipe, the flags given replace its settings one by one, and -recipe
-// selects an alternative; each gives the graphs of the same settings given
-// as flags with -vae and -flow.
+// recipe, the -sampler settings given replace its settings one by one,
+// and -recipe selects an alternative; each gives the graphs of the same
+// settings given with -vae and -flow.
 func TestSampleBundle(t *testing.T) {
 	dir := t.TempDir()
 	v, f := tinyModels(t, dir, tinyVAEConfig())
@@ -34,15 +34,15 @@ func TestSampleBundle(t *testing.T) {
 		require.NoError(t, err)
 		return string(b)
 	}
-	recipe := []string{"-vae", v, "-flow", f, "-steps", "3", "-time-shift", "1.5", "-temperature", "0.9", "-edge-rule", "and", "-step-offset", "0.01", "-step-offset-from", "0.5"}
+	recipe := []string{"-vae", v, "-flow", f, "-sampler", "steps=3,time_shift=1.5,temperature=0.9,edge_rule=and,time_offsets.step=0.01,time_offsets.from=0.5"}
 	for _, c := range []struct {
 		name           string
 		bundle, byHand []string
 	}{
 		{"recipe", nil, recipe},
-		{"steps given", []string{"-steps", "2"}, append(recipe, "-steps", "2")},
-		{"offsets turned off", []string{"-step-offset", "0"}, append(recipe, "-step-offset", "0", "-step-offset-from", "0")},
-		{"alternative", []string{"-recipe", "constrained"}, []string{"-vae", v, "-flow", f, "-steps", "2", "-constraint", "forest"}},
+		{"steps given", []string{"-sampler", "steps=2"}, append(recipe, "-sampler", "steps=2")},
+		{"offsets turned off", []string{"-sampler", "time_offsets.step=0"}, append(recipe, "-sampler", "time_offsets.step=0")},
+		{"alternative", []string{"-recipe", "constrained"}, []string{"-vae", v, "-flow", f, "-sampler", "steps=2,constraints=forest"}},
 		{"no recipe", []string{"-recipe", flow.NoRecipe}, []string{"-vae", v, "-flow", f}},
 	} {
 		got := sample(c.name+"-bundle", append([]string{"-model", dir}, c.bundle...)...)

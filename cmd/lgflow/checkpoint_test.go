@@ -42,7 +42,7 @@ func TestDamagedCheckpoints(t *testing.T) {
 	require.NoError(t, other.Save(otherVAE, nil))
 
 	// The undamaged pair samples.
-	code, out, errOut := run(t, "sample", "-vae", goodVAE, "-flow", goodFlow, "-n", "2", "-steps", "2")
+	code, out, errOut := run(t, "sample", "-vae", goodVAE, "-flow", goodFlow, "-n", "2", "-sampler", "steps=2")
 	require.Equal(t, 0, code, errOut)
 	assert.Len(t, bytes.Split(bytes.TrimSpace([]byte(out)), []byte("\n")), 2)
 

@@ -11,8 +11,9 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph"
+	"lgflow/internal/bundle"
+	"lgflow/internal/cli"
 	"lgflow/metrics"
-	"lgflow/pipeline"
 )
 
 // condFileUsage documents the training commands' -cond.
@@ -31,7 +32,7 @@ func addCondFlags(fs *flag.FlagSet, attrs bool) *condFlags {
 	c := &condFlags{
 		file:  fs.String("cond", "", condFileUsage),
 		props: fs.String("cond-prop", "", "condition on built-in properties computed from the graphs, comma-separated: "+strings.Join(metrics.BuiltinProperties, ", ")+" (the circuit rank: rings of a molecule); with -cond, added to its conditions"),
-		drop:  fs.Float64("cond-drop", 0, fmt.Sprintf("probability that a training graph's condition is dropped, so the flow also learns to sample without one (for -guidance), in [0, 1) (default %g; 0: never)", flow.DefaultCondDrop)),
+		drop:  fs.Float64("cond-drop", 0, fmt.Sprintf("probability that a training graph's condition is dropped, so the flow also learns to sample without one (for guidance_scale), in [0, 1) (default %g; 0: never)", flow.DefaultCondDrop)),
 	}
 	if attrs {
 		c.attrs = fs.String("cond-attrs", "", `node-link input: condition on these graph attributes, comma-separated: a key with string values (e.g. "graph": {"label": "tree"}) is the label, one with numbers a property; with -cond or -cond-prop, added to theirs`)
@@ -64,10 +65,10 @@ func (c *condFlags) dropout(set bool) (float64, error) {
 // table reads the conditions of the graphs gs of the file path (format
 // its input format, inputFormat) from the sources given: nil when none
 // was.
-func (c *condFlags) table(gs []*graph.Graph, path, format string) (*pipeline.ConditionTable, error) {
-	var t *pipeline.ConditionTable
+func (c *condFlags) table(gs []*graph.Graph, path, format string) (*bundle.ConditionTable, error) {
+	var t *bundle.ConditionTable
 	if *c.file != "" {
-		ft, err := pipeline.ReadConditionFile(*c.file, len(gs))
+		ft, err := bundle.ReadConditionFile(*c.file, len(gs))
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +78,7 @@ func (c *condFlags) table(gs []*graph.Graph, path, format string) (*pipeline.Con
 		if format != inNodeLink {
 			return nil, usagef("-cond-attrs reads node-link JSON's graph attributes; %s is %s", path, format)
 		}
-		at, err := pipeline.NodeLinkConditions(path, splitList(*c.attrs))
+		at, err := bundle.NodeLinkConditions(path, splitList(*c.attrs))
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +96,7 @@ func (c *condFlags) table(gs []*graph.Graph, path, format string) (*pipeline.Con
 				return nil, usagef("-cond-prop: unknown property %q (built in: %s)", name, strings.Join(metrics.BuiltinProperties, ", "))
 			}
 		}
-		pt, err := pipeline.PropertyConditions(gs, names)
+		pt, err := bundle.PropertyConditions(gs, names)
 		if err != nil {
 			return nil, fmt.Errorf("-cond-prop: %w", err)
 		}
@@ -123,53 +124,55 @@ func conditionMismatch(path string, saved, s *flow.Condition) error {
 		path, describe(saved), describe(s))
 }
 
-// parseGuidance checks -guidance's scale w for the model m: finite, >= 0,
-// and 1 for an unconditional model.
-func parseGuidance(w float64, m *flow.Model) error {
-	switch {
-	case !(w >= 0) || math.IsInf(w, 0):
-		return usagef("-guidance %g: want a finite scale >= 0 (1: plain conditional sampling, 0: unconditional, > 1: stronger)", w)
-	case m.Cond == nil && w != 1:
-		return usagef("-guidance %g: the model was trained without conditions (classifier-free guidance needs a conditional model: lgflow train -cond)", w)
+// checkGuidance checks the guidance scale w that -sampler gives for the
+// model m: within [0, flow.MaxGuidanceScale], and 1 for a model without
+// conditions.
+func checkGuidance(w float64, m *flow.Model) error {
+	if !(w >= 0 && w <= flow.MaxGuidanceScale) {
+		return usagef("-sampler guidance_scale=%g: want a scale in [0, %d] (1: plain conditional sampling, 0: unconditional, > 1: stronger)", w, flow.MaxGuidanceScale)
+	}
+	if m.Cond == nil && w != 1 {
+		return usagef("-sampler guidance_scale=%g: the model was trained without conditions (classifier-free guidance needs a conditional model: lgflow train -cond)", w)
 	}
 	return nil
 }
 
 // conditionOptions returns the sampler options of sample's -cond text
-// and -guidance w (condSet, wSet: given) for the model m sampled with its
-// recipe's alternative recipe, with usage errors for a condition the
-// model cannot take, and reports on stderr what the graphs are sampled
-// under.
-func conditionOptions(m *flow.Model, recipe, text string, condSet bool, w float64, wSet bool) ([]flow.SampleOption, error) {
-	var opts []flow.SampleOption
-	if wSet {
-		if err := parseGuidance(w, m); err != nil {
+// (condSet: given) for the model m sampled with the sampler flags f, with
+// usage errors for a condition or a guidance scale the model cannot take,
+// and reports on stderr what the graphs are sampled under.
+func conditionOptions(m *flow.Model, f *cli.Sampler, text string, condSet bool) ([]flow.SampleOption, error) {
+	var given flow.Sampler
+	f.Edit(&given)
+	if given.GuidanceScale != nil {
+		if err := checkGuidance(*given.GuidanceScale, m); err != nil {
 			return nil, err
 		}
-		opts = append(opts, flow.WithGuidanceScale(w))
 	}
 	switch {
 	case condSet && m.Cond == nil:
 		return nil, usagef("-cond %q: the model was trained without conditions (lgflow train -cond trains a conditional one)", text)
 	case m.Cond == nil:
-		return opts, nil
+		return nil, nil
 	case !condSet:
 		fmt.Fprintf(stderr, "the model is conditioned on %s; sampling without a condition (the training graphs' whole distribution; -cond chooses one)\n", m.Cond.Describe())
-		return opts, nil
+		return nil, nil
 	}
 	c, err := m.Cond.Parse(text)
 	if err != nil {
 		return nil, usagef("-cond: %v", strings.TrimPrefix(err.Error(), "flow: "))
 	}
-	opts = append(opts, flow.WithCondition(c))
-	if !wSet && m.Recipe != nil && recipe != flow.NoRecipe {
-		w = 1
-		if s, ok := m.Recipe.Lookup(recipe); ok && s.GuidanceScale != nil {
+	w := 1.0
+	if m.Recipe != nil && f.Recipe != flow.NoRecipe {
+		if s, ok := m.Recipe.Lookup(f.Recipe); ok && s.GuidanceScale != nil {
 			w = *s.GuidanceScale
 		}
 	}
+	if given.GuidanceScale != nil {
+		w = *given.GuidanceScale
+	}
 	fmt.Fprintf(stderr, "sampling under %s, guidance scale %g\n", m.Cond.Format(c), w)
-	return opts, nil
+	return []flow.SampleOption{flow.WithCondition(c)}, nil
 }
 
 // condEval is what eval measures of graphs sampled under a condition:
@@ -200,11 +203,11 @@ func parseCondEval(label, checker, props, molecules string) (*condEval, error) {
 		if ce.checker == "none" || !slices.Contains(flow.ValidityRules, ce.checker) {
 			return nil, usagef("-checker %q: want planar, tree, dag, connected or molecule (-cond-label %s is none of them: name the class's test with -checker)", ce.checker, label)
 		}
-		enc, err := pipeline.MolEncoding(molecules)
+		enc, err := bundle.MolEncoding(molecules)
 		if err != nil {
 			return nil, err
 		}
-		if ce.test, err = pipeline.ValidityTest(ce.checker, enc); err != nil {
+		if ce.test, err = bundle.ValidityTest(ce.checker, enc); err != nil {
 			return nil, usagef("-checker: %v", err)
 		}
 	}
@@ -259,7 +262,7 @@ func (ce *condEval) measure(gen, ref []*graph.Graph) (*condFigures, error) {
 	}
 	cf := &condFigures{Label: ce.label, Checker: ce.checker}
 	if ce.test != nil {
-		f := pipeline.Fraction(gen, ce.test)
+		f := bundle.Fraction(gen, ce.test)
 		cf.Fraction = &f
 	}
 	for i, name := range ce.props {

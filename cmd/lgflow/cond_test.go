@@ -13,7 +13,7 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph"
-	"lgflow/pipeline"
+	"lgflow/internal/bundle"
 	"lgflow/vae"
 )
 
@@ -52,7 +52,7 @@ func TestTrainConditional(t *testing.T) {
 	assert.Contains(t, m.Recipe.Card.Measured, "without a condition")
 
 	samples := filepath.Join(dir, "short.g6")
-	code, _, errOut = run(t, "sample", "-model", out, "-n", "4", "-cond", "label=short", "-guidance", "2", "-o", samples)
+	code, _, errOut = run(t, "sample", "-model", out, "-n", "4", "-cond", "label=short", "-sampler", "guidance_scale=2", "-o", samples)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "sampling under label=short, guidance scale 2")
 	got, err := graph.ReadFile(samples)
@@ -70,7 +70,7 @@ func TestTrainConditional(t *testing.T) {
 		{"unknown label", []string{"-cond", "label=medium"}, `-cond: unknown label "medium" (the model's labels: long, short)`},
 		{"a property of a labelled model", []string{"-cond", "edges=10"}, `unknown key "edges"`},
 		{"not key=value", []string{"-cond", "short"}, "is not key=value"},
-		{"negative guidance", []string{"-cond", "label=long", "-guidance", "-1"}, "-guidance -1: want a finite scale >= 0"},
+		{"negative guidance", []string{"-cond", "label=long", "-sampler", "guidance_scale=-1"}, "-sampler guidance_scale=-1: want a scale in [0, "},
 	} {
 		code, _, errOut := run(t, append([]string{"sample", "-model", out, "-n", "2"}, c.args...)...)
 		assert.Equal(t, 2, code, "%s: %s", c.name, errOut)
@@ -93,7 +93,7 @@ func TestTrainConditional(t *testing.T) {
 func TestHoldOutConditions(t *testing.T) {
 	gs := ladders(40, 2)
 	size := func(g *graph.Graph) string { return strconv.Itoa(g.N()) }
-	table := &pipeline.ConditionTable{}
+	table := &bundle.ConditionTable{}
 	for _, g := range gs {
 		table.Labels = append(table.Labels, size(g))
 	}
@@ -116,7 +116,7 @@ func TestTrainFlowConditional(t *testing.T) {
 	require.NoError(t, os.WriteFile(condFile, []byte("a\nb\na\nb\na\nb\n"), 0o644))
 	out := filepath.Join(dir, "flow")
 	base := []string{"train-flow", "-vae", v, "-dataset", "tpu", "-data", data, "-train-split", "val", "-preset", "tiny", "-out", out}
-	code, _, errOut := run(t, append(base, "-steps", "2", "-cond", condFile, "-cond-prop", "edges", "-cond-drop", "0")...)
+	code, _, errOut := run(t, append(base, "-config", "steps=2", "-cond", condFile, "-cond-prop", "edges", "-cond-drop", "0")...)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "conditioned on label (a, b), edges")
 	ae, err := vae.Load(v)
@@ -132,7 +132,7 @@ func TestTrainFlowConditional(t *testing.T) {
 
 	p := m.Cond.Properties[0]
 	cond := "label=b,edges=" + strconv.FormatFloat(p.Max, 'g', -1, 64)
-	code, stdOut, errOut := run(t, "sample", "-vae", v, "-flow", filepath.Join(out, flow.ModelFile), "-n", "3", "-steps", "3", "-cond", cond, "-guidance", "1.5")
+	code, stdOut, errOut := run(t, "sample", "-vae", v, "-flow", filepath.Join(out, flow.ModelFile), "-n", "3", "-sampler", "steps=3", "-cond", cond, "-sampler", "guidance_scale=1.5")
 	require.Equal(t, 0, code, errOut)
 	assert.Len(t, strings.Split(strings.TrimSpace(stdOut), "\n"), 3, "node-link lines")
 	code, _, errOut = run(t, "sample", "-vae", v, "-flow", filepath.Join(out, flow.ModelFile), "-n", "3", "-cond", "label=b,edges=1000")
@@ -140,26 +140,26 @@ func TestTrainFlowConditional(t *testing.T) {
 	assert.Contains(t, errOut, "outside the range the model was trained on")
 
 	// Resuming: the same conditions continue, others are refused.
-	code, _, errOut = run(t, append(base, "-steps", "4", "-resume", "-cond", condFile)...)
+	code, _, errOut = run(t, append(base, "-config", "steps=4", "-cond", condFile)...)
 	assert.Equal(t, 2, code, errOut)
 	assert.Contains(t, errOut, "was trained with conditions on label (a, b), edges")
 	assert.Contains(t, errOut, "this run gives conditions on label (a, b)")
-	code, _, errOut = run(t, append(base, "-steps", "4", "-resume")...)
+	code, _, errOut = run(t, append(base, "-config", "steps=4")...)
 	assert.Equal(t, 2, code, errOut)
 	assert.Contains(t, errOut, "this run gives no conditions")
-	code, _, errOut = run(t, append(base, "-steps", "4", "-resume", "-cond", condFile, "-cond-prop", "edges")...)
+	code, _, errOut = run(t, append(base, "-config", "steps=4", "-cond", condFile, "-cond-prop", "edges")...)
 	require.Equal(t, 0, code, errOut)
 
 	// An unconditional model takes no condition.
 	unconditional := filepath.Join(dir, "plain")
-	code, _, errOut = run(t, append(base[:len(base)-1], unconditional, "-steps", "1")...)
+	code, _, errOut = run(t, append(base[:len(base)-1], unconditional, "-config", "steps=1")...)
 	require.Equal(t, 0, code, errOut)
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"-cond", "label=a"}, "the model was trained without conditions"},
-		{[]string{"-guidance", "2"}, "-guidance 2: the model was trained without conditions"},
+		{[]string{"-sampler", "guidance_scale=2"}, "-sampler guidance_scale=2: the model was trained without conditions"},
 	} {
 		code, _, errOut = run(t, append([]string{"sample", "-vae", v, "-flow", filepath.Join(unconditional, flow.ModelFile), "-n", "1"}, c.args...)...)
 		assert.Equal(t, 2, code, errOut)

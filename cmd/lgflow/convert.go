@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,12 +9,10 @@ import (
 	"strings"
 
 	"lgflow/safetensors"
-	"lgflow/trainer"
-	"lgflow/vae"
 )
 
 func init() {
-	register("convert", "rewrite a checkpoint in half precision and/or in shards, or with another decoding margin (or print one metadata value)", runConvert)
+	register("convert", "rewrite a checkpoint in half precision and/or in shards (or print one metadata value)", runConvert)
 }
 
 // runConvert reads a checkpoint in any form safetensors.LoadModel reads
@@ -23,14 +20,12 @@ func init() {
 // model back through a channel that limits file sizes, and the way
 // vae.Load and flow.Load read it afterwards.
 func runConvert(ctx context.Context, args []string) error {
-	fs := newFlagSet("convert", "lgflow convert -i IN.safetensors -o OUT.safetensors [-dtype keep|f32|f16|bf16] [-shard-size 15MiB] [-edge-margin M] | lgflow convert -i IN -meta KEY")
+	fs := newFlagSet("convert", "lgflow convert -i IN.safetensors -o OUT.safetensors [-dtype keep|f32|f16|bf16] [-shard-size 15MiB] | lgflow convert -i IN -meta KEY")
 	in := fs.String("i", "", "checkpoint to read (a .safetensors file, or a sharded checkpoint: its path or its .index.json)")
 	out := fs.String("o", "", "checkpoint to write: OUT itself if it fits in one file, else OUT's shards and OUT.index.json")
-	dtype := fs.String("dtype", "keep", "storage precision: keep, f32, f16 or bf16 (half precision only for LG-Flow sampling models unless -force)")
+	dtype := fs.String("dtype", "keep", "storage precision: keep, f32, f16 or bf16 (half precision only for LG-Flow sampling models: it changes an LG-VAE's weights, and so the fingerprint its flows are bound to)")
 	shard := fs.String("shard-size", "15MiB", "largest file to write, e.g. 15MiB, 500KiB, 16000000")
-	force := fs.Bool("force", false, "store a checkpoint other than an LG-Flow sampling model in half precision (its weights, and so its fingerprint, change)")
 	meta := fs.String("meta", "", "print the metadata value KEY of -i (e.g. step) and exit")
-	edgeMargin := fs.Float64("edge-margin", 0, "LG-VAE only: store this as the decoder's default edge margin (vae.Config.EdgeMargin; weights and fingerprints unchanged)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -56,30 +51,14 @@ func runConvert(ctx context.Context, args []string) error {
 	if err != nil || limit <= 0 {
 		return usagef("-shard-size %q: want a positive size such as 15MiB", *shard)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["edge-margin"] {
-		if f.Metadata[trainer.MetaKind] != "lgflow.vae" {
-			return fmt.Errorf("%s is a %q checkpoint: -edge-margin sets an LG-VAE's decoding margin", *in, f.Metadata[trainer.MetaKind])
-		}
-		var cfg vae.Config
-		if err := trainer.UnmarshalMeta(f.Metadata, trainer.MetaConfig, &cfg); err != nil {
-			return fmt.Errorf("%s: %w", *in, err)
-		}
-		cfg.EdgeMargin = *edgeMargin
-		if err := cfg.Validate(); err != nil {
-			return usagef("-edge-margin: %v", err)
-		}
-		f.Metadata[trainer.MetaConfig] = trainer.MarshalMeta(cfg)
-	}
 	var opts []safetensors.WriteOption
 	switch strings.ToLower(*dtype) {
 	case "keep":
 	case "f32", "f64", "f16", "bf16":
 		dt := safetensors.DType(strings.ToUpper(*dtype))
 		kind := f.Metadata["kind"]
-		if (dt == safetensors.F16 || dt == safetensors.BF16) && kind != "lgflow.flow" && !*force {
-			return fmt.Errorf("%s is a %q checkpoint, not an LG-Flow sampling model: half precision would change its weights (an LG-VAE's fingerprint binds the flows trained with it); use -dtype f32 with shards, or -force", *in, kind)
+		if (dt == safetensors.F16 || dt == safetensors.BF16) && kind != "lgflow.flow" {
+			return fmt.Errorf("%s is a %q checkpoint, not an LG-Flow sampling model: half precision would change its weights (an LG-VAE's fingerprint binds the flows trained with it); use -dtype f32 with shards", *in, kind)
 		}
 		opts = append(opts, safetensors.StoreAs(dt))
 	default:

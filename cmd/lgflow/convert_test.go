@@ -48,7 +48,6 @@ func TestConvert(t *testing.T) {
 		{"meta", []string{"-i", flowPath, "-meta", "step"}, 0, "1234", "", 0, "", 0},
 		{"missing meta", []string{"-i", flowPath, "-meta", "nope"}, 1, "", "no metadata", 0, "", 0},
 		{"VAE in half", []string{"-i", vaePath, "-o", filepath.Join(dir, "v", "vae.safetensors"), "-dtype", "bf16"}, 1, "", "fingerprint", 0, "", 0},
-		{"VAE in half, forced", []string{"-i", vaePath, "-o", filepath.Join(dir, "v", "vae.safetensors"), "-dtype", "bf16", "-force"}, 0, "", "wrote", 1, "lgflow.vae", 4e-3},
 		{"bad dtype", []string{"-i", flowPath, "-o", filepath.Join(dir, "x.safetensors"), "-dtype", "f8"}, 2, "", "-dtype", 0, "", 0},
 		{"bad size", []string{"-i", flowPath, "-o", filepath.Join(dir, "x.safetensors"), "-shard-size", "big"}, 2, "", "-shard-size", 0, "", 0},
 		{"no input", []string{"-o", filepath.Join(dir, "x.safetensors")}, 2, "", "need -i", 0, "", 0},
@@ -148,30 +147,4 @@ func TestConvertModelsLoad(t *testing.T) {
 			}
 		}
 	}
-}
-
-// TestConvertEdgeMargin stores a decoding margin in an LG-VAE checkpoint:
-// the weights (and so the flows bound to them) stay, the configuration
-// carries the margin; other checkpoints and bad margins are refused.
-func TestConvertEdgeMargin(t *testing.T) {
-	dir := t.TempDir()
-	v, f := tinyModels(t, dir, tinyVAEConfig())
-	out := filepath.Join(dir, "margin-vae.safetensors")
-	code, _, errOut := run(t, "convert", "-i", v, "-o", out, "-edge-margin", "0.75")
-	require.Equal(t, 0, code, errOut)
-	before, err := vae.Load(v)
-	require.NoError(t, err)
-	after, err := vae.Load(out)
-	require.NoError(t, err)
-	assert.Equal(t, 0.75, after.Cfg.EdgeMargin)
-	assert.Equal(t, nn.Fingerprint(before), nn.Fingerprint(after))
-	_, err = flow.Load(f, after)
-	assert.NoError(t, err, "the flow no longer loads with the LG-VAE")
-
-	code, _, errOut = run(t, "convert", "-i", f, "-o", filepath.Join(dir, "x.safetensors"), "-edge-margin", "1")
-	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "sets an LG-VAE's decoding margin")
-	code, _, errOut = run(t, "convert", "-i", v, "-o", filepath.Join(dir, "y.safetensors"), "-edge-margin", "NaN")
-	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "EdgeMargin must be finite")
 }

@@ -8,6 +8,7 @@ import (
 
 	"lgflow/graph"
 	"lgflow/graph/datasets"
+	"lgflow/internal/cli"
 	"lgflow/internal/progress"
 )
 
@@ -16,17 +17,15 @@ func init() {
 }
 
 func runData(ctx context.Context, args []string) error {
-	fs := newFlagSet("data", "lgflow data -dataset NAME -split train|val|test [-data-seed S] [-o FILE] [-data DIR] [-n N]")
-	name := fs.String("dataset", "", "dataset: "+strings.Join(datasets.Names(), ", "))
+	fs := newFlagSet("data", "lgflow data -dataset NAME -split train|val|test [-data-seed S] [-o FILE] [-data DIR] [-nodes N]")
+	data := cli.AddData(fs, true)
 	split := fs.String("split", "train", "split: "+strings.Join(datasets.SplitNames, ", "))
-	seed := fs.Uint64("data-seed", 0, "seed of the synthetic graphs / the Ego split (the -data-seed of the other commands)")
 	out := fs.String("o", "-", "output file, written atomically (\"-\": standard output; a .gz name is compressed)")
-	dir := fs.String("data", "", "data directory holding ego/ and tpu_tile/ (default: $LGFLOW_DATA, else ../shared/data beside go.mod)")
-	n := fs.Int("n", 0, "nodes per synthetic graph (0: the dataset's own)")
-	showProgress := fs.Bool("progress", false, "report progress on standard error")
+	n := fs.Int("nodes", 0, "nodes per synthetic graph (0: the dataset's own)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	name, seed := &data.Dataset, &data.Seed
 	names := datasets.Names()
 	switch {
 	case *name == "":
@@ -36,10 +35,11 @@ func runData(ctx context.Context, args []string) error {
 	case !slices.Contains(datasets.SplitNames, *split):
 		return usagef("unknown split %q (one of %s)", *split, strings.Join(datasets.SplitNames, ", "))
 	case *n < 0:
-		return usagef("-n must be >= 0")
+		return usagef("-nodes must be >= 0")
 	}
-	opt := datasets.Options{Seed: *seed, N: *n, Dir: *dir}
-	if *showProgress {
+	opt := data.Options()
+	opt.N = *n
+	if progress.IsTerminal(stderr) {
 		opt.Progress = progress.Bar(stderr, *name+" "+*split)
 	}
 	gs, err := datasets.Load(ctx, *name, *split, opt)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -14,106 +13,85 @@ import (
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/iso"
+	"lgflow/internal/bundle"
 	"lgflow/internal/progress"
 	"lgflow/metrics"
-	"lgflow/pipeline"
 )
 
 func init() {
 	register("eval", "compare generated graphs with reference graphs (MMD, validity, V.U.N.)", runEval)
 }
 
-func runEval(ctx context.Context, args []string) error {
-	fs := newFlagSet("eval", "lgflow eval -gen GEN.g6|GEN.jsonl|GEN.smi -ref TEST [-train TRAIN] [-kind generic|planar|tree|ego|dag|moses] [-validity RULE | -model DIR] [-cond-label NAME [-checker RULE]] [-cond-prop NAME=V,...] [-json]")
-	genPath := fs.String("gen", "", "generated graphs: graph6 / digraph6 lines, node-link JSON (.json/.jsonl, labels kept), or SMILES (.smi, MOSES metrics); .gz allowed")
-	refPath := fs.String("ref", "", "reference graphs, the test split in the paper's tables (SMILES: the SNN / scaffold reference, optional)")
-	trainPath := fs.String("train", "", "training graphs (novelty, V.U.N., Ego ratio; SMILES: novelty)")
-	kindName := fs.String("kind", "generic", "metric set: generic, planar, tree, ego, dag, or moses (SMILES; implied by a .smi -gen)")
-	filters := fs.String("filters", "", "moses: directory holding mcf.csv and wehi_pains.csv for the Filters metric (default: the data directory's moses/ when present)")
-	asJSON := fs.Bool("json", false, "print the report as JSON (raw MMD², rates as fractions)")
-	emd := fs.Bool("emd", false, "use GRAN's Gaussian-EMD kernels instead of Gaussian-TV")
-	compat := fs.Bool("directo-compat", false, "dag: reproduce Directo's degree MMD (swapped in/out degree sequences)")
-	labels := fs.Bool("node-labels", false, "isomorphism tests respect node labels (TPU Tile)")
-	isoTimeout := fs.Duration("iso-timeout", 0, "time limit per isomorphism look-up (0: 5s for dag, none otherwise; <0: none)")
-	validity := fs.String("validity", "", "count V.U.N. by this rule: planar, tree, dag, connected, molecule (with -model: the bundle's molecule encoding) or none (default: the kind's, or the -model bundle card's)")
-	modelDir := fs.String("model", "", "the bundle the graphs were sampled from: its card's validity rule (and molecule encoding) applies unless -validity is given, and -kind follows from it unless given")
-	decimals := fs.Int("decimals", 1, "decimals in the table")
-	showProgress := fs.Bool("progress", false, "report progress on standard error")
-	condLabel := fs.String("cond-label", "", "the label -gen was sampled under (lgflow sample -cond label=NAME): report the fraction of samples -checker assigns to that class (-ref: that class's test graphs)")
-	checker := fs.String("checker", "", "with -cond-label: the test of the requested class: planar (connected and planar), tree, dag, connected, or molecule (with -model) (default: the label, when it is one of these)")
-	condProp := fs.String("cond-prop", "", "the property values -gen was sampled under, NAME=VALUE,... of the built-in properties ("+strings.Join(metrics.BuiltinProperties, ", ")+"): report each one's mean absolute error between requested and realised values, and the spread (standard deviation) of -ref's")
+// evalUsage is the synopsis of lgflow eval.
+const evalUsage = "lgflow eval -gen GEN.g6|GEN.jsonl|GEN.smi -ref TEST [-train TRAIN] [-kind generic|planar|tree|ego|dag|moses] [-validity RULE | -model DIR] [-cond-label NAME [-checker RULE]] [-cond-prop NAME=V,...] [-json]"
+
+// evalFlags are lgflow eval's flags.
+type evalFlags struct {
+	gen, ref, train, kind, validity, model *string
+	asJSON, compat                         *bool
+	condLabel, checker, condProp           *string
+	kindSet                                bool
+}
+
+func parseEval(args []string) (*evalFlags, error) {
+	fs := newFlagSet("eval", evalUsage)
+	f := &evalFlags{
+		gen:       fs.String("gen", "", "generated graphs: graph6 / digraph6 lines, node-link JSON (.json/.jsonl, labels kept; isomorphism tests then match node labels), or SMILES (.smi, MOSES metrics, the filters from the data directory's moses/); .gz allowed"),
+		ref:       fs.String("ref", "", "reference graphs, the test split in the paper's tables (SMILES: the SNN / scaffold reference, optional)"),
+		train:     fs.String("train", "", "training graphs (novelty, V.U.N., Ego ratio; SMILES: novelty)"),
+		kind:      fs.String("kind", "generic", "metric set: generic, planar, tree, ego, dag, or moses (SMILES; implied by a .smi -gen)"),
+		validity:  fs.String("validity", "", "count V.U.N. by this rule: planar, tree, dag, connected, molecule (with -model: the bundle's molecule encoding) or none (default: the kind's, or the -model bundle card's)"),
+		model:     fs.String("model", "", "the bundle the graphs were sampled from: its card's validity rule (and molecule encoding) applies unless -validity is given, and -kind follows from it unless given"),
+		asJSON:    fs.Bool("json", false, "print the report as JSON (raw MMD², rates as fractions)"),
+		compat:    fs.Bool("directo-compat", false, "dag: reproduce Directo's degree MMD (swapped in/out degree sequences), as the paper's DAG tables"),
+		condLabel: fs.String("cond-label", "", "the label -gen was sampled under (lgflow sample -cond label=NAME): report the fraction of samples -checker assigns to that class (-ref: that class's test graphs)"),
+		checker:   fs.String("checker", "", "with -cond-label: the test of the requested class: planar (connected and planar), tree, dag, connected, or molecule (with -model) (default: the label, when it is one of these)"),
+		condProp:  fs.String("cond-prop", "", "the property values -gen was sampled under, NAME=VALUE,... of the built-in properties ("+strings.Join(metrics.BuiltinProperties, ", ")+"): report each one's mean absolute error between requested and realised values, and the spread (standard deviation) of -ref's"),
+	}
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
-	if *genPath != "" && (*kindName == "moses" || isSMILESPath(*genPath)) {
-		if *condLabel != "" || *condProp != "" {
-			return usagef("-cond-label and -cond-prop measure graphs, not SMILES: sample graphs (-format nodelink) to measure a condition")
-		}
-		var prog func(stage string, done, total int)
-		if *showProgress {
-			prog = stageBars()
-		}
-		return evalMolecules(ctx, *genPath, *refPath, *trainPath, *filters, *asJSON, prog)
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	rule, molecules := *validity, ""
-	if *modelDir != "" {
-		r, err := flow.LoadRecipe(filepath.Join(*modelDir, flow.RecipeFile))
-		if err != nil {
-			return err
-		}
-		molecules = r.Card.Molecules
-		if rule == "" {
-			rule = r.Card.Validity
-		}
-	}
-	ce, err := parseCondEval(*condLabel, *checker, *condProp, molecules)
+	f.kindSet = visited(fs)["kind"]
+	return f, nil
+}
+
+func runEval(ctx context.Context, args []string) error {
+	f, err := parseEval(args)
 	if err != nil {
 		return err
 	}
-	if rule != "" && !slices.Contains(flow.ValidityRules, rule) {
-		return usagef("unknown -validity %q (want %s)", rule, strings.Join(flow.ValidityRules, ", "))
+	var prog func(stage string, done, total int)
+	if progress.IsTerminal(stderr) {
+		prog = stageBars()
 	}
-	if !set["kind"] {
-		switch rule {
-		case "planar", "tree", "dag":
-			*kindName = rule
+	if *f.gen != "" && (*f.kind == "moses" || isSMILESPath(*f.gen)) {
+		if *f.condLabel != "" || *f.condProp != "" {
+			return usagef("-cond-label and -cond-prop measure graphs, not SMILES: sample graphs (-format nodelink) to measure a condition")
 		}
+		return evalMolecules(ctx, *f.gen, *f.ref, *f.train, "", *f.asJSON, prog)
 	}
-	kind, err := metrics.ParseKind(*kindName)
+	rule, molecules, err := f.rule()
+	if err != nil {
+		return err
+	}
+	ce, err := parseCondEval(*f.condLabel, *f.checker, *f.condProp, molecules)
+	if err != nil {
+		return err
+	}
+	kind, err := metrics.ParseKind(*f.kind)
 	switch {
 	case err != nil:
 		return usagef("%v", err)
-	case *genPath == "":
+	case *f.gen == "":
 		return usagef("missing -gen")
-	case *refPath == "":
+	case *f.ref == "":
 		return usagef("missing -ref")
-	case *decimals < 0:
-		return usagef("-decimals must be >= 0")
 	}
-	read := func(path string) ([]*graph.Graph, error) {
-		if path == "" {
-			return nil, nil
-		}
-		return readGraphs(path)
-	}
-	gen, err := read(*genPath)
+	gen, ref, train, err := readEvalGraphs(*f.gen, *f.ref, *f.train)
 	if err != nil {
 		return err
 	}
-	ref, err := read(*refPath)
-	if err != nil {
-		return err
-	}
-	train, err := read(*trainPath)
-	if err != nil {
-		return err
-	}
-	opt := metrics.Options{Kind: kind, EMD: *emd, DirectoCompat: *compat, NodeLabels: *labels, IsoTimeout: *isoTimeout}
-	if *showProgress {
-		opt.Progress = stageBars()
-	}
+	opt := metrics.Options{Kind: kind, DirectoCompat: *f.compat, Progress: prog, NodeLabels: slices.ContainsFunc(slices.Concat(gen, ref), func(g *graph.Graph) bool { return g.NodeLabels != nil })}
 	start := time.Now()
 	if kind == metrics.Generic && len(gen) > 0 && gen[0].Directed() && rule != "" {
 		opt.Kind = metrics.DAG // the statistics of directed graphs
@@ -131,7 +109,57 @@ func runEval(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	return writeEval(rep, cf, *f.asJSON, start)
+}
+
+// rule returns the validity rule eval counts V.U.N. by (-validity, else
+// -model's card's) and the molecule encoding of -model's card; -kind
+// follows from the rule unless given.
+func (f *evalFlags) rule() (rule, molecules string, err error) {
+	rule = *f.validity
+	if *f.model != "" {
+		r, err := flow.LoadRecipe(filepath.Join(*f.model, flow.RecipeFile))
+		if err != nil {
+			return "", "", err
+		}
+		molecules = r.Card.Molecules
+		if rule == "" {
+			rule = r.Card.Validity
+		}
+	}
+	if rule != "" && !slices.Contains(flow.ValidityRules, rule) {
+		return "", "", usagef("unknown -validity %q (want %s)", rule, strings.Join(flow.ValidityRules, ", "))
+	}
+	if !f.kindSet {
+		switch rule {
+		case "planar", "tree", "dag":
+			*f.kind = rule
+		}
+	}
+	return rule, molecules, nil
+}
+
+// readEvalGraphs reads eval's generated, reference and (when given)
+// training graphs.
+func readEvalGraphs(genPath, refPath, trainPath string) (gen, ref, train []*graph.Graph, err error) {
+	if gen, err = readGraphs(genPath); err != nil {
+		return nil, nil, nil, err
+	}
+	if ref, err = readGraphs(refPath); err != nil {
+		return nil, nil, nil, err
+	}
+	if trainPath != "" {
+		if train, err = readGraphs(trainPath); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return gen, ref, train, nil
+}
+
+// writeEval prints eval's report (and the condition's figures, if any) as
+// a table or as JSON.
+func writeEval(rep *metrics.Report, cf *condFigures, asJSON bool, start time.Time) error {
+	if asJSON {
 		var v any = rep
 		if cf != nil {
 			v = struct {
@@ -146,13 +174,13 @@ func runEval(ctx context.Context, args []string) error {
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	if err := rep.WriteTable(stdout, *decimals); err != nil {
+	if err := rep.WriteTable(stdout, 1); err != nil {
 		return err
 	}
 	if cf != nil {
-		cf.write(stdout, *decimals)
+		cf.write(stdout, 1)
 	}
-	_, err = fmt.Fprintf(stdout, "evaluated in %.1f s\n", time.Since(start).Seconds())
+	_, err := fmt.Fprintf(stdout, "evaluated in %.1f s\n", time.Since(start).Seconds())
 	return err
 }
 
@@ -174,14 +202,14 @@ func stageBars() func(stage string, done, total int) {
 }
 
 // ruleVUN replaces the report's validity and V.U.N. by those of a
-// validity rule (pipeline.ValidityTest; molecule with the encoding
+// validity rule (bundle.ValidityTest; molecule with the encoding
 // molecules names).
 func ruleVUN(ctx context.Context, rep *metrics.Report, rule, molecules string, gen, train []*graph.Graph, opt metrics.Options) error {
-	enc, err := pipeline.MolEncoding(molecules)
+	enc, err := bundle.MolEncoding(molecules)
 	if err != nil {
 		return err
 	}
-	valid, err := pipeline.ValidityTest(rule, enc)
+	valid, err := bundle.ValidityTest(rule, enc)
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/graph/mol"
@@ -59,23 +60,73 @@ func sampleFormat(format, out string) (string, error) {
 	return "", fmt.Errorf("unknown format %q (want g6, nodelink or smiles)", format)
 }
 
-// molEncoding returns the molecule encoding named name, checking that an
-// LG-VAE with configuration cfg decodes its atom and bond types.
-func molEncoding(name string, cfg vae.Config) (*mol.Encoding, error) {
-	var enc *mol.Encoding
-	switch name {
-	case "moses":
-		enc = mol.MOSES
-	case "guacamol":
-		enc = mol.GuacaMol
-	default:
-		return nil, usagef("unknown molecule encoding %q (want moses or guacamol)", name)
+// outputFlags are the output flags of sample and recon: the file of
+// graphs, its format and the decoding of SMILES.
+type outputFlags struct {
+	path, format *string
+	inferNH      *int
+	resolved     string // the format, once check or resolve chose it
+}
+
+// addOutputFlags registers -o (with usage and its default, def), -format
+// and -infer-nh on fs.
+func addOutputFlags(fs *flag.FlagSet, usage, def string) *outputFlags {
+	return &outputFlags{
+		path: fs.String("o", def, usage),
+		format: fs.String("format", "", "output format: g6 (graph6 / digraph6 lines, no labels), nodelink (networkx node-link JSON, one graph per line, with node and edge labels) or smiles (one SMILES per line, \"None\" for a sample that is no valid molecule, in the encoding of the bundle's card, else the one whose atom and bond types the LG-VAE decodes); "+
+			"default: from the -o name (.jsonl/.json: nodelink, .smi: smiles, .g6/.d6: g6), else the format that fits the model's graphs (a bundle's card says it: smiles for molecules; else nodelink for labelled graphs, g6 for others)"),
+		inferNH: fs.Int("infer-nh", mol.DefaultInferNH, "with -format smiles: read up to N aromatic nitrogens as [nH] where a molecule cannot be kekulised otherwise, since the encoding carries no hydrogens (mol.InferAromaticNH; 0: the paper's decoding, which loses 10% of MOSES's own molecules)"),
 	}
-	if cfg.Directed || cfg.NodeClasses != enc.NumAtomTypes() || cfg.EdgeClasses != enc.NumBondTypes()-1 {
-		return nil, fmt.Errorf("the LG-VAE decodes %d node and %d edge classes (directed %v), not the %d atom and %d bond types of the %s encoding: it was not trained on molecules",
-			cfg.NodeClasses, cfg.EdgeClasses, cfg.Directed, enc.NumAtomTypes(), enc.NumBondTypes()-1, enc.Name)
+}
+
+// check checks -format and chooses the format by it or by the -o name.
+func (o *outputFlags) check() error {
+	f, err := sampleFormat(*o.format, *o.path)
+	if err != nil {
+		return usagef("%v", err)
 	}
-	return enc, nil
+	o.resolved = f
+	return nil
+}
+
+// given reports whether the format follows from the flags rather than
+// from the model.
+func (o *outputFlags) given() bool {
+	return *o.format != "" || graph.IsNodeLinkPath(*o.path) || isSMILESPath(*o.path) || isG6Path(*o.path)
+}
+
+// resolve chooses the format that fits m's graphs where the flags give
+// none, and returns the molecule encoding of SMILES output (nil for
+// other formats): the bundle card's, else the one the LG-VAE's classes
+// are the atom and bond types of.
+func (o *outputFlags) resolve(m *flow.Model) (*mol.Encoding, error) {
+	if !o.given() {
+		o.resolved = modelFormat(m)
+	}
+	if o.resolved != formatSMILES {
+		return nil, nil
+	}
+	if m.Recipe != nil && m.Recipe.Card.Molecules != "" {
+		return cardMolEncoding(m.Recipe.Card.Molecules, m.VAE.Cfg)
+	}
+	return molEncoding(m.VAE.Cfg)
+}
+
+// write writes gs to -o in the format (SMILES with enc).
+func (o *outputFlags) write(gs []*graph.Graph, enc *mol.Encoding) error {
+	return writeSamples(*o.path, gs, o.resolved, enc, mol.InferAromaticNH(*o.inferNH))
+}
+
+// molEncoding returns the molecule encoding whose atom and bond types an
+// LG-VAE with configuration cfg decodes: moses or guacamol.
+func molEncoding(cfg vae.Config) (*mol.Encoding, error) {
+	for _, enc := range []*mol.Encoding{mol.MOSES, mol.GuacaMol} {
+		if !cfg.Directed && cfg.NodeClasses == enc.NumAtomTypes() && cfg.EdgeClasses == enc.NumBondTypes()-1 {
+			return enc, nil
+		}
+	}
+	return nil, fmt.Errorf("the LG-VAE decodes %d node and %d edge classes (directed %v), not the atom and bond types of the moses (%d, %d) or guacamol (%d, %d) encoding: it was not trained on molecules",
+		cfg.NodeClasses, cfg.EdgeClasses, cfg.Directed, mol.MOSES.NumAtomTypes(), mol.MOSES.NumBondTypes()-1, mol.GuacaMol.NumAtomTypes(), mol.GuacaMol.NumBondTypes()-1)
 }
 
 // writeSamples writes gs in the format to path ("-": standard output),
@@ -240,10 +291,4 @@ func pctOrNA(v float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.1f", 100*v)
-}
-
-// inferNHFlag defines -infer-nh, the mol.InferAromaticNH bound SMILES are
-// decoded with.
-func inferNHFlag(fs *flag.FlagSet) *int {
-	return fs.Int("infer-nh", mol.DefaultInferNH, "with -format smiles: read up to N aromatic nitrogens as [nH] where a molecule cannot be kekulised otherwise, since the encoding carries no hydrogens (mol.InferAromaticNH; 0: the paper's decoding, which loses 10% of MOSES's own molecules)")
 }

@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +12,7 @@ import (
 
 	"lgflow/graph"
 	"lgflow/graph/mol"
-	"lgflow/pipeline"
+	"lgflow/internal/bundle"
 )
 
 // Input formats of lgflow train -graphs (and tune -val): graph6 /
@@ -19,8 +20,11 @@ import (
 const (
 	inG6       = "g6"
 	inEdgeList = "edgelist"
-	inNodeLink = "nodelink"
-	inSMILES   = "smiles"
+	// inEdgeListDirected is an edge list of directed graphs (u v: the edge
+	// u -> v).
+	inEdgeListDirected = "edgelist-directed"
+	inNodeLink         = "nodelink"
+	inSMILES           = "smiles"
 )
 
 // graphFile is a file of graphs read by readGraphFile.
@@ -42,28 +46,34 @@ func (f *graphFile) where(i int) string {
 	return fmt.Sprintf("%s graph %d", f.path, i)
 }
 
-// explain rewrites a *pipeline.GraphError about f's graphs to name the
+// explain rewrites a *bundle.GraphError about f's graphs to name the
 // line; other errors pass unchanged.
 func (f *graphFile) explain(err error) error {
-	var ge *pipeline.GraphError
+	var ge *bundle.GraphError
 	if errors.As(err, &ge) {
 		return fmt.Errorf("%s: %w", f.where(ge.Index), ge.Err)
 	}
 	return err
 }
 
+// addInputFormat registers -format, the format of the files of graphs
+// that train and tune read.
+func addInputFormat(fs *flag.FlagSet) *string {
+	return fs.String("format", "", "format of the files of graphs: g6, edgelist, edgelist-directed (u v: the edge u -> v), nodelink or smiles (default: from the file name, else g6)")
+}
+
 // inputFormat resolves the format of a file of graphs: format when given
-// (g6, edgelist, nodelink, smiles), else by the name: .json, .jsonl and
+// (g6, edgelist, edgelist-directed, nodelink, smiles), else by the name: .json, .jsonl and
 // .ndjson node-link JSON, .smi, .smiles and .csv SMILES, .edges,
 // .edgelist and .el edge lists, anything else graph6 / digraph6 / sparse6
 // lines (each may end in .gz).
 func inputFormat(format, path string) (string, error) {
 	switch format {
-	case inG6, inEdgeList, inNodeLink, inSMILES:
+	case inG6, inEdgeList, inEdgeListDirected, inNodeLink, inSMILES:
 		return format, nil
 	case "":
 	default:
-		return "", usagef("unknown input format %q (want g6, edgelist, nodelink or smiles)", format)
+		return "", usagef("unknown input format %q (want g6, edgelist, edgelist-directed, nodelink or smiles)", format)
 	}
 	switch {
 	case graph.IsNodeLinkPath(path):
@@ -76,12 +86,11 @@ func inputFormat(format, path string) (string, error) {
 	return inG6, nil
 }
 
-// readGraphFile reads a file of graphs in format (inputFormat). Edge lists
-// are directed with directed; SMILES become molecular graphs of the
+// readGraphFile reads a file of graphs in format (inputFormat). SMILES become molecular graphs of the
 // encoding molName (moses, guacamol, or "" for moses where every atom is
 // one of its types, else guacamol). An empty file, and a line that is not
 // a graph, are errors naming the file and the line.
-func readGraphFile(ctx context.Context, path, format string, directed bool, molName string) (*graphFile, error) {
+func readGraphFile(ctx context.Context, path, format, molName string) (*graphFile, error) {
 	f := &graphFile{path: path, format: format}
 	var err error
 	switch format {
@@ -92,8 +101,8 @@ func readGraphFile(ctx context.Context, path, format string, directed bool, molN
 				return nil
 			})
 		})
-	case inEdgeList:
-		f.graphs, err = graph.ReadEdgeListFile(path, graph.EdgeListOptions{Directed: directed})
+	case inEdgeList, inEdgeListDirected:
+		f.graphs, err = graph.ReadEdgeListFile(path, graph.EdgeListOptions{Directed: format == inEdgeListDirected})
 	case inNodeLink:
 		f.graphs, err = graph.ReadNodeLinkFile(path)
 	case inSMILES:

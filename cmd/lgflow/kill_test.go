@@ -57,10 +57,10 @@ func child(t *testing.T, args ...string) *exec.Cmd {
 // vae.safetensors is rewritten too) and checkpoints every 3, so a resumed
 // run replays up to two steps.
 func tinyVAE(dir string, steps int, extra ...string) []string {
-	return append([]string{"train-vae", "-dataset", "tree", "-train-split", "val", "-val-split", "test", "-ntrain", "16",
-		"-k", "4", "-latent", "4", "-width", "8", "-layers", "1", "-deepset", "4", "-batch", "4", "-lr", "0.05",
-		"-steps", strconv.Itoa(steps), "-val-every", "10", "-checkpoint-every", "3", "-log-every", "1", "-seed", "3",
-		"-resume", "-out", dir}, extra...)
+	return append([]string{"train-vae", "-dataset", "tree", "-train-split", "val", "-val-split", "test", "-max-train", "16",
+		"-config", "k=4,latent=4,phi_width=8,width=8,layers=1,deepset=4,batch_size=4,lr=0.05",
+		"-config", "steps=" + strconv.Itoa(steps) + ",val_every=10,checkpoint_every=3,log_every=1,seed=3",
+		"-out", dir}, extra...)
 }
 
 // isTemp reports whether name is an atomicfile temporary file (".NAME.tmpXXXX").
@@ -451,7 +451,7 @@ func TestTrainVAENonFinite(t *testing.T) {
 				}
 			}
 			// Every step validates and checkpoints from here on.
-			code, errOut := runToEnd(t, tinyVAE(dir, 40, "-lr", tc.lr, "-val-every", "1", "-checkpoint-every", "1"))
+			code, errOut := runToEnd(t, tinyVAE(dir, 40, "-config", "lr="+tc.lr+",val_every=1,checkpoint_every=1"))
 			if code != 1 {
 				t.Fatalf("exit status %d, want 1; stderr:\n%s", code, tail(errOut))
 			}

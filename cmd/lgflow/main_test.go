@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestData(t *testing.T) {
 	}
 
 	// Directed graphs come out as digraph6, to stdout by default.
-	code, out, errOut := run(t, "data", "-dataset", "price", "-split", "val", "-n", "10")
+	code, out, errOut := run(t, "data", "-dataset", "price", "-split", "val", "-nodes", "10")
 	require.Equal(t, 0, code, errOut)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 256)
@@ -136,12 +137,12 @@ func TestRecon(t *testing.T) {
 	assert.Greater(t, clean["edge_acc"], 0.999)
 	assert.Greater(t, clean["sample_acc"], 0.7)
 	assert.Greater(t, clean["valid"], 0.8)
-	noisy := recon("-noise", "0.05", "-edge-rule", "and")
+	noisy := recon("-noise", "0.05", "-sampler", "edge_rule=and")
 	assert.Less(t, noisy["sample_acc"], clean["sample_acc"])
 	assert.Greater(t, noisy["latent_std"], 0.0)
 	assert.Equal(t, 0.05, noisy["noise"])
 
-	for _, bad := range [][]string{{"-noise", "-1"}, {"-edge-rule", "xor"}} {
+	for _, bad := range [][]string{{"-noise", "-1"}, {"-sampler", "edge_rule=xor"}, {"-sampler", "edge_rules=and"}} {
 		code, _, errOut := run(t, append([]string{"recon", "-vae", model, "-dataset", "planar"}, bad...)...)
 		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
 	}
@@ -155,12 +156,12 @@ func TestRecon(t *testing.T) {
 	assert.Greater(t, late["decoded_acc"], 0.4)
 	assert.Less(t, early["decoded_acc"], 0.1)
 	assert.Less(t, late["decoded_acc"], clean["decoded_acc"])
-	self := recon("-flow", flowFile, "-from", "0.98", "-expert", flowFile, "-expert-from", "0.5")
+	self := recon("-flow", flowFile, "-from", "0.98", "-sampler", `experts=[{"file":"`+flowFile+`","from":0.5}]`)
 	assert.Equal(t, late["decoded_acc"], self["decoded_acc"])
 	assert.Equal(t, late["valid"], self["valid"])
-	chain := recon("-flow", flowFile, "-from", "0.98", "-expert", flowFile+", "+flowFile, "-expert-from", "0.5, 0.99")
+	chain := recon("-flow", flowFile, "-from", "0.98", "-sampler", `experts=[{"file":"`+flowFile+`","from":0.5,"until":0.99},{"file":"`+flowFile+`","from":0.99}]`)
 	assert.Equal(t, late["decoded_acc"], chain["decoded_acc"])
-	for _, bad := range [][]string{{"-expert", flowFile}, {"-flow", flowFile, "-noise", "0.01"}} {
+	for _, bad := range [][]string{{"-sampler", `experts=[{"file":"` + flowFile + `","from":0.5}]`}, {"-flow", flowFile, "-noise", "0.01"}} {
 		code, _, errOut := run(t, append([]string{"recon", "-vae", model, "-dataset", "planar"}, bad...)...)
 		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
 	}
@@ -177,8 +178,8 @@ func TestReconOutput(t *testing.T) {
 		t.Skip("no shipped planar model")
 	}
 	file := filepath.Join(t.TempDir(), "recon.g6")
-	code, out, errOut := run(t, "recon", "-vae", model, "-dataset", "planar", "-split", "test", "-edge-rule", "and",
-		"-edge-margin", "1.25", "-json", "-o", file)
+	code, out, errOut := run(t, "recon", "-vae", model, "-dataset", "planar", "-split", "test", "-sampler", "edge_rule=and,edge_margin=1.25",
+		"-json", "-o", file)
 	require.Equal(t, 0, code, errOut)
 	var fig struct {
 		Graphs float64 `json:"graphs"`
@@ -259,5 +260,42 @@ func TestTrainVAEExtraSeeds(t *testing.T) {
 		code, _, errOut := run(t, args...)
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, errOut, tc.want, "seeds %q", tc.seeds)
+	}
+}
+
+// TestSharedFlags checks that a flag of the shared groups (package cli)
+// reads the same, usage and default, in every command that takes it, and
+// that the flags the groups replaced are gone from every command.
+func TestSharedFlags(t *testing.T) {
+	shared := []string{"dataset", "data", "data-seed", "device", "recipe", "sampler", "max-train"}
+	removed := []string{"steps", "time-shift", "final-jump", "temperature", "edge-rule", "edge-margin", "constraint", "fill", "complete",
+		"step-offset", "step-offset-from", "jump-offset", "expert", "expert-from", "guidance", "resume", "tf32", "ntrain",
+		"init-vae", "log-every", "perturb-flow", "keep-as", "start", "directed", "mol", "emd", "node-labels", "decimals", "progress", "force"}
+	seen := map[string]string{} // flag -> the first command's usage block
+	from := map[string]string{}
+	takes := map[string]int{}
+	for name := range commands {
+		_, _, help := run(t, "help", name)
+		blocks := strings.Split(help, "\n  -")
+		for _, b := range blocks[1:] {
+			flagName, _, _ := strings.Cut(b, " ")
+			flagName, _, _ = strings.Cut(flagName, "\n")
+			if slices.Contains(removed, flagName) {
+				t.Errorf("lgflow %s still has -%s", name, flagName)
+			}
+			if !slices.Contains(shared, flagName) {
+				continue
+			}
+			takes[flagName]++
+			if prev, ok := seen[flagName]; ok && prev != b {
+				t.Errorf("-%s reads differently in %s and %s:\n%s\n%s", flagName, from[flagName], name, prev, b)
+			}
+			seen[flagName], from[flagName] = b, name
+		}
+	}
+	for _, f := range []string{"dataset", "data", "data-seed", "device", "sampler"} {
+		if takes[f] < 3 {
+			t.Errorf("-%s in %d commands: the check is vacuous", f, takes[f])
+		}
 	}
 }

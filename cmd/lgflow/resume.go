@@ -10,20 +10,18 @@ import (
 	"strings"
 )
 
-// The training commands resume by one rule: a resumed run continues with
-// the configuration stored in its checkpoint, a flag overrides it only when
-// the user sets it, and the run lists what it overrides. Presets and flag
-// defaults do not apply to a resumed run.
+// The training commands resume by one rule: a run into a directory that
+// holds a training state continues it, with the configuration stored in
+// its checkpoint; a setting overrides it only when the user gives it, and
+// the run lists what it overrides. Presets and defaults do not apply to a
+// resumed run.
 
-// resumeConfig applies that rule. Without resume, or without a state at
-// path, it returns cfg (the preset with the flags applied). Otherwise it
-// reads the state's configuration, lets check refuse it (an explicit
-// -preset of another architecture), applies override (the flags the user
-// set) to it, lists the differences on stderr and returns the result.
-func resumeConfig[C any](cfg C, path string, resume bool, read func(string) (C, error), check func(saved C) error, override func(*C)) (C, error) {
-	if !resume {
-		return cfg, nil
-	}
+// resumeConfig applies that rule. Without a state at path, it returns cfg
+// (the preset with the settings applied). Otherwise it reads the state's
+// configuration, lets check refuse it (an explicit -preset of another
+// architecture), applies override (the settings the user gave) to it,
+// lists the differences on stderr and returns the result.
+func resumeConfig[C any](cfg C, path string, read func(string) (C, error), check func(saved C) error, override func(*C)) (C, error) {
 	if _, err := os.Stat(path); err != nil {
 		return cfg, nil
 	}

@@ -13,18 +13,19 @@ import (
 )
 
 // TestResumeKeepsCheckpointConfig checks the training commands' resume
-// rule: a resumed run continues with its checkpoint's configuration (not
-// the preset's or the flags' defaults), flags given override it and are
-// listed, and a -preset of another architecture is refused.
+// rule: a run into a directory with a training state continues it with
+// its checkpoint's configuration (not the preset's or the defaults),
+// -config settings given override it and are listed, and a -preset of
+// another architecture is refused.
 func TestResumeKeepsCheckpointConfig(t *testing.T) {
 	t.Run("train-vae", func(t *testing.T) {
 		dir := t.TempDir()
 		code, _, errOut := run(t, tinyVAE(dir, 4)...)
 		require.Equal(t, 0, code, errOut)
-		// No model flags and no -lr: the preset's width 64 and learning
+		// No model settings and no lr: the preset's width 64 and learning
 		// rate must not come back.
-		base := []string{"train-vae", "-dataset", "tree", "-train-split", "val", "-val-split", "test", "-ntrain", "16", "-resume", "-out", dir}
-		code, _, errOut = run(t, append(base, "-steps", "6")...)
+		base := []string{"train-vae", "-dataset", "tree", "-train-split", "val", "-val-split", "test", "-max-train", "16", "-out", dir}
+		code, _, errOut = run(t, append(base, "-config", "steps=6")...)
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, errOut, "steps: 4 → 6")
 		assert.NotContains(t, errOut, "lr:")
@@ -34,7 +35,7 @@ func TestResumeKeepsCheckpointConfig(t *testing.T) {
 		assert.Equal(t, 0.05, p.Train.LR)
 		assert.Equal(t, 6, p.Train.Steps)
 
-		code, _, errOut = run(t, append(base, "-steps", "7", "-lr", "0.01")...)
+		code, _, errOut = run(t, append(base, "-config", "steps=7,lr=0.01")...)
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, errOut, "lr: 0.05 → 0.01")
 		p, err = vae.CheckpointConfig(filepath.Join(dir, vae.StateFile))
@@ -49,9 +50,9 @@ func TestResumeKeepsCheckpointConfig(t *testing.T) {
 		data, v := tinyTPU(t)
 		out := t.TempDir()
 		base := []string{"train-flow", "-vae", v, "-dataset", "tpu", "-data", data, "-train-split", "val", "-out", out}
-		code, _, errOut := run(t, append(base, "-preset", "tiny", "-steps", "2", "-lr", "0.003", "-time-mean", "0.5")...)
+		code, _, errOut := run(t, append(base, "-preset", "tiny", "-config", "steps=2,lr=0.003,time_mean=0.5")...)
 		require.Equal(t, 0, code, errOut)
-		code, _, errOut = run(t, append(base, "-resume", "-steps", "3")...)
+		code, _, errOut = run(t, append(base, "-config", "steps=3")...)
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, errOut, "steps: 2 → 3")
 		assert.False(t, strings.Contains(errOut, "lr:") || strings.Contains(errOut, "time_mean:"), errOut)
@@ -65,13 +66,13 @@ func TestResumeKeepsCheckpointConfig(t *testing.T) {
 		assert.Equal(t, 0.5, c.TimeMean)
 		assert.Equal(t, 3, c.Steps)
 
-		code, _, errOut = run(t, append(base, "-resume", "-steps", "4", "-time-mean", "1")...)
+		code, _, errOut = run(t, append(base, "-config", "steps=4", "-config", "time_mean=1")...)
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, errOut, "time_mean: 0.5 → 1")
 
-		// A data-end expert's flags: a narrower time band and the decoder
-		// loss, switched on when resuming.
-		code, _, errOut = run(t, append(base, "-resume", "-steps", "5", "-time-std", "0.35", "-decoder-weight", "100")...)
+		// A data-end expert's settings: a narrower time band and the
+		// decoder loss, switched on when resuming.
+		code, _, errOut = run(t, append(base, "-config", "steps=5,time_std=0.35,decoder_weight=100")...)
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, errOut, "time_std: unset → 0.35")
 		assert.Contains(t, errOut, "decoder_weight: unset → 100")
@@ -79,11 +80,11 @@ func TestResumeKeepsCheckpointConfig(t *testing.T) {
 		assert.Equal(t, 0.35, c.TimeStd)
 		assert.Equal(t, 100.0, c.DecoderWeight)
 		assert.Equal(t, 5, c.Steps)
-		code, _, errOut = run(t, append(base, "-resume", "-steps", "6", "-decoder-weight", "-1")...)
+		code, _, errOut = run(t, append(base, "-config", "steps=6,decoder_weight=-1")...)
 		assert.Equal(t, 2, code, errOut)
 		assert.Contains(t, errOut, "DecoderWeight")
 
-		code, _, errOut = run(t, append(base, "-resume", "-preset", "cpu")...)
+		code, _, errOut = run(t, append(base, "-preset", "cpu")...)
 		assert.Equal(t, 2, code, errOut)
 		assert.Contains(t, errOut, "another denoiser")
 	})

@@ -3,15 +3,17 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"lgflow/flow"
 	"lgflow/graph"
-	"lgflow/pipeline"
+	"lgflow/internal/bundle"
+	"lgflow/internal/cli"
+	"lgflow/internal/progress"
 	"lgflow/tensor"
 )
 
@@ -20,95 +22,76 @@ func init() {
 }
 
 // trainUsage is the synopsis of lgflow train.
-const trainUsage = "lgflow train -graphs FILE -out DIR [-val FILE] [-format g6|edgelist|nodelink|smiles] [-validity RULE] [-preset cpu|paper] [-budget 20m] [-cond FILE | -cond-prop NAMES | -cond-attrs KEYS] [-cond-drop P]"
+const trainUsage = "lgflow train -graphs FILE -out DIR [-val FILE] [-format g6|edgelist|edgelist-directed|nodelink|smiles] [-validity RULE] [-preset cpu|paper|tiny] [-budget 20m] [-cond FILE | -cond-prop NAMES | -cond-attrs KEYS] [-cond-drop P]"
 
-func runTrain(ctx context.Context, args []string) error {
+// trainFlags are lgflow train's flags.
+type trainFlags struct {
+	graphs, out, val, format, validity, preset *string
+	budget                                     *time.Duration
+	seed                                       *uint64
+	device                                     *cli.Device
+	conds                                      *condFlags
+	condDrop                                   float64
+}
+
+func parseTrain(args []string) (*trainFlags, error) {
 	fs := newFlagSet("train", trainUsage)
-	graphsPath := fs.String("graphs", "", "the training graphs: graph6 / digraph6 / sparse6 lines, edge lists (.edges, .edgelist, .el: one graph per block of lines, blocks separated by blank lines), node-link JSON (.json, .jsonl, .ndjson; integer node and edge labels kept) or SMILES (.smi, .smiles, .csv); .gz allowed")
-	out := fs.String("out", "", "the bundle's directory: vae.safetensors, flow.safetensors, sampler.json (the recipe and card) and the training and validation graphs, written when training ends; the resumable training state lives in DIR/train")
-	valPath := fs.String("val", "", "validation graphs, in a file of the same kinds (default: a tenth of -graphs, at most 256, held out at random)")
-	format := fs.String("format", "", "format of -graphs and -val: g6, edgelist, nodelink or smiles (default: from the file name, else g6)")
-	directed := fs.Bool("directed", false, "edge lists: the graphs are directed (u v is the edge u -> v)")
-	molName := fs.String("mol", "", "SMILES: the molecule encoding, moses or guacamol (default: moses where every atom is one of its types, else guacamol)")
-	validity := fs.String("validity", "auto", "the rule V.U.N. counts a sampled graph valid by, stored in the card for lgflow sample, tune and eval: planar (connected and planar), tree, dag, connected, molecule, none, or auto (the strictest of tree, planar, connected and dag that every training graph keeps; molecule for SMILES)")
-	preset := fs.String("preset", "cpu", "model sizes: cpu (a 6 × 64 LG-VAE and a 4 × 128 DiT for two cores), paper (the paper's widths, for a GPU) or tiny (tests); k, the latent size and the batches follow from the graphs (pipeline.PlanFor)")
-	budget := fs.Duration("budget", 0, "wall time for the whole run, e.g. 20m: the LG-VAE gets 40%, the final measurement 5%, the flow the rest; steps are fitted to it at the first run and kept by the runs that continue it (a finished run is final: train longer in a new directory; 0: the presets' steps)")
-	vaeSteps := fs.Int("vae-steps", 0, "override: LG-VAE steps (instead of those the budget fits)")
-	flowSteps := fs.Int("flow-steps", 0, "override: LG-Flow steps (instead of those the budget fits)")
-	seed := fs.Uint64("seed", 0, "seed of the validation split, the models and the measurement")
-	samples := fs.Int("samples", 0, "graphs sampled to measure the bundle and choose its default recipe (default: as many as there are validation graphs, within [32, 256])")
-	device := fs.String("device", "cpu", "where the training steps and the denoiser run: cpu or cuda")
-	tf32 := fs.Bool("tf32", true, "with -device cuda: float32 matrix products in TensorFloat-32 where the GPU has it")
-	conds := addCondFlags(fs, true)
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	f := &trainFlags{
+		graphs:   fs.String("graphs", "", "the training graphs: graph6 / digraph6 / sparse6 lines, edge lists (.edges, .edgelist, .el: one graph per block of lines, blocks separated by blank lines), node-link JSON (.json, .jsonl, .ndjson; integer node and edge labels kept) or SMILES (.smi, .smiles, .csv; the moses encoding where every atom is one of its types, else guacamol); .gz allowed"),
+		out:      fs.String("out", "", "the bundle's directory: vae.safetensors, flow.safetensors, sampler.json (the recipe and card) and the training and validation graphs, written when training ends; the resumable training state lives in DIR/train"),
+		val:      fs.String("val", "", "validation graphs, in a file of the same kinds (default: a tenth of -graphs, at most 256, held out at random)"),
+		format:   addInputFormat(fs),
+		validity: fs.String("validity", "auto", "the rule V.U.N. counts a sampled graph valid by, stored in the card for lgflow sample, tune and eval: planar (connected and planar), tree, dag, connected, molecule, none, or auto (the strictest of tree, planar, connected and dag that every training graph keeps; molecule for SMILES)"),
+		preset:   fs.String("preset", "cpu", "model sizes: cpu (a 6 × 64 LG-VAE and a 4 × 128 DiT for two cores), paper (the paper's widths, for a GPU) or tiny (tests: 6 steps each); k, the latent size and the batches follow from the graphs (docs/bundle.md)"),
+		budget:   fs.Duration("budget", 0, "wall time for the whole run, e.g. 20m: the LG-VAE gets 40%, the final measurement 5%, the flow the rest; steps are fitted to it at the first run and kept by the runs that continue it (a finished run is final: train longer in a new directory; 0: the presets' steps)"),
+		seed:     fs.Uint64("seed", 0, "seed of the validation split, the models and the measurement"),
+		device:   cli.AddDevice(fs),
+		conds:    addCondFlags(fs, true),
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	condDrop, err := conds.dropout(set["cond-drop"])
-	if err != nil {
-		return err
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	var err error
+	if f.condDrop, err = f.conds.dropout(visited(fs)["cond-drop"]); err != nil {
+		return nil, err
 	}
 	switch {
-	case *graphsPath == "" || *out == "":
-		return usagef("need -graphs and -out")
-	case !slices.Contains(pipeline.Sizes, *preset):
-		return usagef("unknown -preset %q (want cpu, paper or tiny)", *preset)
-	case *validity != "auto" && !slices.Contains(flow.ValidityRules, *validity):
-		return usagef("unknown -validity %q (want %s or auto)", *validity, strings.Join(flow.ValidityRules, ", "))
-	case *budget < 0 || *vaeSteps < 0 || *flowSteps < 0 || *samples < 0:
-		return usagef("-budget, -vae-steps, -flow-steps and -samples must not be negative")
+	case *f.graphs == "" || *f.out == "":
+		return nil, usagef("need -graphs and -out")
+	case !slices.Contains(bundle.Sizes, *f.preset):
+		return nil, usagef("unknown -preset %q (want cpu, paper or tiny)", *f.preset)
+	case *f.validity != "auto" && !slices.Contains(flow.ValidityRules, *f.validity):
+		return nil, usagef("unknown -validity %q (want %s or auto)", *f.validity, strings.Join(flow.ValidityRules, ", "))
+	case *f.budget < 0:
+		return nil, usagef("-budget must not be negative")
 	}
-	fmtName, err := inputFormat(*format, *graphsPath)
+	return f, nil
+}
+
+func runTrain(ctx context.Context, args []string) error {
+	f, err := parseTrain(args)
 	if err != nil {
 		return err
 	}
-	data, err := readGraphFile(ctx, *graphsPath, fmtName, *directed, *molName)
+	fmtName, err := inputFormat(*f.format, *f.graphs)
 	if err != nil {
 		return err
 	}
-	facts, err := pipeline.Inspect(data.graphs)
-	if err != nil {
-		return data.explain(err)
-	}
-	if limit := pipeline.MaxNodes[*preset]; facts.MaxNodes > limit {
-		i := slices.IndexFunc(data.graphs, func(g *graph.Graph) bool { return g.N() == facts.MaxNodes })
-		return fmt.Errorf("%s: the graph has %d nodes; the %s preset trains on graphs of at most %d nodes (-preset paper: %d)", data.where(i), facts.MaxNodes, *preset, limit, pipeline.MaxNodes["paper"])
-	}
-	rule := *validity
-	if rule == "auto" {
-		rule = ""
-	}
-	if rule == "molecule" && data.molecules == "" {
-		return usagef("-validity molecule is for SMILES input")
-	}
-	if err := pipeline.CheckRule(rule, facts.Directed, data.molecules != ""); err != nil {
-		return usagef("-validity: %v", err)
-	}
-	table, err := conds.table(data.graphs, *graphsPath, fmtName)
+	data, err := readGraphFile(ctx, *f.graphs, fmtName, "")
 	if err != nil {
 		return err
 	}
-	train, val := data.graphs, []*graph.Graph(nil)
-	valFile := ""
-	if *valPath != "" {
-		vf, err := readGraphFile(ctx, *valPath, fmtName, *directed, data.molecules)
-		if err != nil {
-			return err
-		}
-		if _, err := pipeline.Inspect(vf.graphs); err != nil {
-			return vf.explain(err)
-		}
-		val, valFile = vf.graphs, *valPath
-	} else {
-		if len(train) < 2 {
-			return fmt.Errorf("%s: one graph; holding out validation graphs needs two or more (or give -val)", *graphsPath)
-		}
-		var held []bool
-		train, val, held = holdOut(train, *seed)
-		if table != nil {
-			table = table.Subset(kept(held))
-		}
+	rule, err := f.check(data)
+	if err != nil {
+		return err
+	}
+	table, err := f.conds.table(data.graphs, *f.graphs, fmtName)
+	if err != nil {
+		return err
+	}
+	train, val, valFile, table, err := f.split(ctx, data, fmtName, table)
+	if err != nil {
+		return err
 	}
 	var cond *flow.Conditions
 	if table != nil {
@@ -116,27 +99,77 @@ func runTrain(ctx context.Context, args []string) error {
 			return fmt.Errorf("conditions: %w", err)
 		}
 	}
-	backend, gpuStats, err := selectTraining(*device, *tf32)
+	backend, err := f.device.Backend(stderr, true)
 	if err != nil {
 		return err
 	}
-	hooks := pipeline.TextHooks(stderr)
-	if stats := gpuStats(); stats != "" {
+	hooks := progress.Text(stderr)
+	if f.device.Stats() != "" {
 		log := hooks.Log
-		hooks.Log = func(msg string) { log(msg + stats) }
+		hooks.Log = func(msg string) { log(msg + f.device.Stats()) }
 	}
-	r, err := pipeline.TrainBundle(ctx, train, val, pipeline.BundleOptions{Out: *out, Size: *preset, Budget: *budget,
-		VAESteps: *vaeSteps, FlowSteps: *flowSteps, Validity: rule, Molecules: data.molecules, Seed: *seed, Samples: *samples,
-		Data: flow.Data{File: *graphsPath, Format: fmtName, ValFile: valFile}, Backend: backend, Hooks: hooks, Cond: cond, CondDrop: condDrop})
+	r, err := bundle.TrainBundle(ctx, train, val, bundle.BundleOptions{Out: *f.out, Size: *f.preset, Budget: *f.budget,
+		Validity: rule, Molecules: data.molecules, Seed: *f.seed,
+		Data: flow.Data{File: *f.graphs, Format: fmtName, ValFile: valFile}, Backend: backend, Hooks: hooks, Cond: cond, CondDrop: f.condDrop})
 	switch {
 	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(stderr, "interrupted; run the same command again to continue (state in %s)\n", *out)
+		fmt.Fprintf(stderr, "interrupted; run the same command again to continue (state in %s)\n", *f.out)
 		return err
 	case err != nil:
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %s\n", *out, describeRecipe(r))
+	fmt.Fprintf(stdout, "%s: %s\n", *f.out, describeRecipe(r))
 	return nil
+}
+
+// check checks the graphs read against the preset and the validity rule
+// before anything is trained, and returns the rule ("": detect it).
+func (f *trainFlags) check(data *graphFile) (string, error) {
+	facts, err := bundle.Inspect(data.graphs)
+	if err != nil {
+		return "", data.explain(err)
+	}
+	if limit := bundle.MaxNodes[*f.preset]; facts.MaxNodes > limit {
+		i := slices.IndexFunc(data.graphs, func(g *graph.Graph) bool { return g.N() == facts.MaxNodes })
+		return "", fmt.Errorf("%s: the graph has %d nodes; the %s preset trains on graphs of at most %d nodes (-preset paper: %d)", data.where(i), facts.MaxNodes, *f.preset, limit, bundle.MaxNodes["paper"])
+	}
+	rule := *f.validity
+	if rule == "auto" {
+		rule = ""
+	}
+	if rule == "molecule" && data.molecules == "" {
+		return "", usagef("-validity molecule is for SMILES input")
+	}
+	if err := bundle.CheckRule(rule, facts.Directed, data.molecules != ""); err != nil {
+		return "", usagef("-validity: %v", err)
+	}
+	return rule, nil
+}
+
+// split returns the training and validation graphs: -graphs and -val, or
+// -graphs with a tenth held out (and the conditions of the graphs kept
+// for training).
+func (f *trainFlags) split(ctx context.Context, data *graphFile, fmtName string, table *bundle.ConditionTable) (train, val []*graph.Graph, valFile string, _ *bundle.ConditionTable, err error) {
+	train = data.graphs
+	if *f.val != "" {
+		vf, err := readGraphFile(ctx, *f.val, fmtName, data.molecules)
+		if err != nil {
+			return nil, nil, "", nil, err
+		}
+		if _, err := bundle.Inspect(vf.graphs); err != nil {
+			return nil, nil, "", nil, vf.explain(err)
+		}
+		return train, vf.graphs, *f.val, table, nil
+	}
+	if len(train) < 2 {
+		return nil, nil, "", nil, fmt.Errorf("%s: one graph; holding out validation graphs needs two or more (or give -val)", *f.graphs)
+	}
+	var held []bool
+	train, val, held = holdOut(train, *f.seed)
+	if table != nil {
+		table = table.Subset(kept(held))
+	}
+	return train, val, "", table, nil
 }
 
 // holdOut splits gs at random (seeded) into training graphs and a tenth

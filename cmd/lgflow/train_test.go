@@ -40,9 +40,9 @@ func ladders(n int, seed uint64) []*graph.Graph {
 	return gs
 }
 
-// tinyTrain are the flags of a training run of seconds: the tiny preset,
-// a few steps, a few samples.
-var tinyTrain = []string{"-preset", "tiny", "-vae-steps", "6", "-flow-steps", "6", "-samples", "8"}
+// tinyTrain are the flags of a training run of seconds: the tiny preset
+// (a few steps).
+var tinyTrain = []string{"-preset", "tiny"}
 
 // TestTrainGraphs trains bundles from files of graphs of each kind with
 // tiny models and a few steps: the bundle holds its models, graphs and
@@ -141,7 +141,7 @@ func TestTrainLabelledGraphs(t *testing.T) {
 			require.Len(t, gs, 3)
 			assert.NotNil(t, gs[0].NodeLabels)
 		}},
-		{"directed edge lists", edges, []string{"-directed"}, "dag", "g6", func(t *testing.T, samples string) {
+		{"directed edge lists", edges, []string{"-format", "edgelist-directed"}, "dag", "g6", func(t *testing.T, samples string) {
 			gs, err := graph.ReadFile(samples)
 			require.NoError(t, err)
 			require.Len(t, gs, 3)
@@ -294,7 +294,7 @@ func TestBadBundles(t *testing.T) {
 		{[]string{}, "need -model"},
 		{[]string{"-model", good, "-mmd-weight", "0"}, "-mmd-weight must be positive"},
 		{[]string{"-model", good, "-validity", "chordal"}, `unknown -validity "chordal"`},
-		{[]string{"-model", good, "-keep-as", "none"}, "-keep-as needs a name"},
+		{[]string{"-model", good, "-sampler", "stepz=1"}, `unknown key "stepz"`},
 	} {
 		code, _, errOut := run(t, append([]string{"tune"}, c.args...)...)
 		assert.Equal(t, 2, code, errOut)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -9,58 +10,82 @@ import (
 	"strings"
 	"time"
 
-	"lgflow/cuda"
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/datasets"
-	"lgflow/pipeline"
+	"lgflow/internal/bundle"
+	"lgflow/internal/cli"
+	"lgflow/internal/progress"
 )
 
 func init() {
 	register("tune", "search a bundle's sampler settings on validation graphs and write the best into its sampler.json", runTune)
 }
 
-func runTune(ctx context.Context, args []string) error {
-	fs := newFlagSet("tune", "lgflow tune -model DIR [-val FILE [-train FILE]] [-budget 15m] [-start default|none|NAME] [-constraints] [-write=false]")
-	modelDir := fs.String("model", "", "the bundle (lgflow train's, or e.g. pretrained/planar)")
-	valPath := fs.String("val", "", "validation graphs to measure against (default: the bundle's own, which lgflow train stores; for a shipped bundle the val split of the dataset its card names)")
-	trainPath := fs.String("train", "", "training graphs novelty is counted against (default: the bundle's own, or the dataset's train split; with -val and no -train, none)")
-	format := fs.String("format", "", "format of -val and -train: g6, edgelist, nodelink or smiles (default: from the file names)")
-	directed := fs.Bool("directed", false, "edge lists: the graphs are directed")
-	validity := fs.String("validity", "", "the rule V.U.N. counts a sample valid by: planar, tree, dag, connected, molecule or none (default: the card's, else the strictest every validation graph keeps)")
-	startName := fs.String("start", "", "where the search starts: the recipe's default (\"\"), one of its alternatives by name, or none (flow.Sample's defaults)")
-	constraints := fs.Bool("constraints", false, "also try decoding under the validity rule's constraints (planar and connected, spanning trees, acyclicity, connectivity; not the paper's sampler)")
-	n := fs.Int("n", 256, "graphs sampled for each point, all with -seed")
-	mmdWeight := fs.Float64("mmd-weight", pipeline.DefaultMMDWeight, "the score is V.U.N. (%) minus this times log2 of the geometric mean of the MMDs over the start's: the points of V.U.N. that halving every MMD is worth")
-	seed := fs.Uint64("seed", 1, "seed of every point's samples (another than the card's figures were measured with)")
-	budget := fs.Duration("budget", 15*time.Minute, "time for the search; it stops before a sampling that would not fit (0: the whole search)")
-	write := fs.Bool("write", true, "write the best point into sampler.json as the default, the old default kept as the alternative -keep-as (-write=false: print only)")
-	keepAs := fs.String("keep-as", "previous", "the name the old default is kept under")
-	dataDir := fs.String("data", "", "data directory of the built-in datasets (default ../shared/data)")
-	dataSeed := fs.Uint64("data-seed", 0, "seed of a built-in synthetic dataset")
-	device := fs.String("device", "cpu", "where the denoiser runs: cpu or cuda")
+// tuneUsage is the synopsis of lgflow tune.
+const tuneUsage = "lgflow tune -model DIR [-val FILE [-train FILE]] [-budget 15m] [-recipe NAME] [-sampler KEY=VALUE,...] [-constraints] [-write=false]"
+
+// tuneFlags are lgflow tune's flags.
+type tuneFlags struct {
+	model, val, train, format, validity *string
+	sampler                             *cli.Sampler
+	constraints, write                  *bool
+	n                                   *int
+	mmdWeight                           *float64
+	seed                                *uint64
+	budget                              *time.Duration
+	device                              *cli.Device
+}
+
+// keepAs is the name of the alternative that keeps the old default when
+// tune writes the best point as the default.
+const keepAs = "previous"
+
+func parseTune(args []string) (*tuneFlags, error) {
+	fs := newFlagSet("tune", tuneUsage)
+	f := &tuneFlags{
+		model:       fs.String("model", "", "the bundle (lgflow train's, or e.g. pretrained/planar)"),
+		val:         fs.String("val", "", "validation graphs to measure against (default: the bundle's own, which lgflow train stores; for a shipped bundle the val split of the dataset its card names)"),
+		train:       fs.String("train", "", "training graphs novelty is counted against (default: the bundle's own, or the dataset's train split; with -val and no -train, none)"),
+		format:      addInputFormat(fs),
+		validity:    fs.String("validity", "", "the rule V.U.N. counts a sample valid by: planar, tree, dag, connected, molecule or none (default: the card's, else the strictest every validation graph keeps)"),
+		sampler:     cli.AddSampler(fs, true),
+		constraints: fs.Bool("constraints", false, "also try decoding under the validity rule's constraints (planar and connected, spanning trees, acyclicity, connectivity; not the paper's sampler)"),
+		n:           fs.Int("n", 256, "graphs sampled for each point, all with -seed"),
+		mmdWeight:   fs.Float64("mmd-weight", bundle.DefaultMMDWeight, "the score is V.U.N. (%) minus this times log2 of the geometric mean of the MMDs over the start's: the points of V.U.N. that halving every MMD is worth"),
+		seed:        fs.Uint64("seed", 1, "seed of every point's samples (another than the card's figures were measured with)"),
+		budget:      fs.Duration("budget", 15*time.Minute, "time for the search; it stops before a sampling that would not fit (0: the whole search)"),
+		write:       fs.Bool("write", true, "write the best point into sampler.json as the default, the old default kept as the alternative \""+keepAs+"\" (-write=false: print only)"),
+		device:      cli.AddDevice(fs),
+	}
 	if err := parseFlags(fs, args); err != nil {
-		return err
+		return nil, err
 	}
 	switch {
-	case *modelDir == "":
-		return usagef("need -model")
-	case *validity != "" && !slices.Contains(flow.ValidityRules, *validity):
-		return usagef("unknown -validity %q (want %s)", *validity, strings.Join(flow.ValidityRules, ", "))
-	case *n <= 0:
-		return usagef("-n must be positive")
-	case *budget < 0:
-		return usagef("-budget must not be negative")
-	case !(*mmdWeight > 0):
-		return usagef("-mmd-weight must be positive")
-	case *write && (*keepAs == "" || *keepAs == flow.NoRecipe):
-		return usagef("-keep-as needs a name other than %q", flow.NoRecipe)
+	case *f.model == "":
+		return nil, usagef("need -model")
+	case *f.validity != "" && !slices.Contains(flow.ValidityRules, *f.validity):
+		return nil, usagef("unknown -validity %q (want %s)", *f.validity, strings.Join(flow.ValidityRules, ", "))
+	case *f.n <= 0:
+		return nil, usagef("-n must be positive")
+	case *f.budget < 0:
+		return nil, usagef("-budget must not be negative")
+	case !(*f.mmdWeight > 0):
+		return nil, usagef("-mmd-weight must be positive")
 	}
-	backend, err := cuda.Select(*device)
+	return f, nil
+}
+
+func runTune(ctx context.Context, args []string) error {
+	f, err := parseTune(args)
 	if err != nil {
 		return err
 	}
-	m, err := flow.Open(*modelDir)
+	backend, err := f.device.Backend(stderr, false)
+	if err != nil {
+		return err
+	}
+	m, err := flow.Open(*f.model)
 	if err != nil {
 		return err
 	}
@@ -68,46 +93,87 @@ func runTune(ctx context.Context, args []string) error {
 	if m.Recipe != nil {
 		card = m.Recipe.Card
 	}
-	val, train, source, err := tuneGraphs(ctx, *modelDir, card, *valPath, *trainPath, *format, *directed, *dataDir, *dataSeed)
+	val, train, source, err := tuneGraphs(ctx, *f.model, card, *f.val, *f.train, *f.format)
 	if err != nil {
 		return err
 	}
-	rule := *validity
-	if rule == "" {
-		rule = card.Validity
-	}
-	if rule == "" {
-		rule = pipeline.DetectValidity(val)
-	}
-	enc, err := pipeline.MolEncoding(card.Molecules)
+	rule, valid, err := tuneRule(*f.validity, card, val)
 	if err != nil {
 		return err
 	}
-	valid, err := pipeline.ValidityTest(rule, enc)
+	start, err := f.start(m)
 	if err != nil {
-		return usagef("%v", err)
-	}
-	var start flow.Sampler
-	switch {
-	case *startName == flow.NoRecipe || m.Recipe == nil:
-	default:
-		s, ok := m.Recipe.Lookup(*startName)
-		if !ok {
-			return fmt.Errorf("%s: the recipe has no alternative %q (it has %s)", *modelDir, *startName, strings.Join(m.Recipe.Names(), ", "))
-		}
-		start = s
+		return err
 	}
 	if err := m.ToBackend(backend); err != nil {
 		return err
 	}
-	hooks := pipeline.TextHooks(stderr)
 	fmt.Fprintf(stderr, "tuning %s on %d validation graphs (%s; %d training graphs for novelty), validity %s, %d samples a point, seed %d, budget %s\n",
-		*modelDir, len(val), source, len(train), rule, *n, *seed, *budget)
-	res, err := pipeline.Tune(ctx, m, pipeline.TuneOptions{Val: val, Train: train, Valid: valid, Rule: rule, Constraints: *constraints,
-		Start: start, Samples: *n, Seed: *seed, Budget: *budget, MMDWeight: *mmdWeight, Hooks: hooks})
+		*f.model, len(val), source, len(train), rule, *f.n, *f.seed, *f.budget)
+	res, err := bundle.Tune(ctx, m, bundle.TuneOptions{Val: val, Train: train, Valid: valid, Rule: rule, Constraints: *f.constraints,
+		Start: start, Samples: *f.n, Seed: *f.seed, Budget: *f.budget, MMDWeight: *f.mmdWeight, Hooks: progress.Text(stderr)})
 	if err != nil {
 		return err
 	}
+	printTune(res)
+	if !*f.write {
+		return nil
+	}
+	r := m.Recipe
+	if r == nil {
+		r = &flow.Recipe{Format: flow.RecipeFormat}
+	}
+	updated := tunedRecipe(r, res, keepAs, fmt.Sprintf("%d samples against %d validation graphs (%s), seed %d; lgflow tune", *f.n, len(val), source, *f.seed), rule)
+	path := filepath.Join(*f.model, flow.RecipeFile)
+	if err := updated.Save(path); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: the best point as the default, the old default as %q\n", path, keepAs)
+	return nil
+}
+
+// start returns the search's starting point: the recipe's alternative
+// -recipe names (its default without; none: flow.Sample's defaults) with
+// -sampler's settings.
+func (f *tuneFlags) start(m *flow.Model) (flow.Sampler, error) {
+	var s flow.Sampler
+	if r := f.sampler.Recipe; r != flow.NoRecipe && m.Recipe != nil {
+		var ok bool
+		if s, ok = m.Recipe.Lookup(r); !ok {
+			return s, fmt.Errorf("%s: the recipe has no alternative %q (it has %s)", *f.model, r, strings.Join(m.Recipe.Names(), ", "))
+		}
+	}
+	if err := f.sampler.LoadExperts(m, nil); err != nil {
+		return s, err
+	}
+	f.sampler.Edit(&s)
+	if err := s.Validate(); err != nil {
+		return s, usagef("-sampler: %v", err)
+	}
+	return s, nil
+}
+
+// tuneRule returns the validity rule tune scores by (-validity, else the
+// card's, else the strictest every validation graph keeps) and its test.
+func tuneRule(validity string, card flow.Card, val []*graph.Graph) (string, func(*graph.Graph) bool, error) {
+	rule := cmp.Or(validity, card.Validity)
+	if rule == "" {
+		rule = bundle.DetectValidity(val)
+	}
+	enc, err := bundle.MolEncoding(card.Molecules)
+	if err != nil {
+		return "", nil, err
+	}
+	valid, err := bundle.ValidityTest(rule, enc)
+	if err != nil {
+		return "", nil, usagef("%v", err)
+	}
+	return rule, valid, nil
+}
+
+// printTune prints what the search found: the start, the best point and
+// the trade-off front.
+func printTune(res *bundle.TuneResult) {
 	fmt.Fprintf(stdout, "%d points from %d samplings in %s; V.U.N. in %%, MMD² × 1e3 against the validation graphs\n", res.Points, res.Samplings, res.Elapsed.Round(time.Second))
 	fmt.Fprintf(stdout, "start  %s  [%s]\n", res.Start.Figures, describeSampler(res.Start.Sampler))
 	fmt.Fprintf(stdout, "best   %s  [%s]  score %+.1f\n", res.Best.Figures, describeSampler(res.Best.Sampler), res.Best.Score-res.Start.Score)
@@ -115,26 +181,12 @@ func runTune(ctx context.Context, args []string) error {
 	for _, p := range res.Front {
 		fmt.Fprintf(stdout, "  %s  [%s]\n", p.Figures, describeSampler(p.Sampler))
 	}
-	if !*write {
-		return nil
-	}
-	r := m.Recipe
-	if r == nil {
-		r = &flow.Recipe{Format: flow.RecipeFormat}
-	}
-	updated := tunedRecipe(r, res, *keepAs, fmt.Sprintf("%d samples against %d validation graphs (%s), seed %d; lgflow tune", *n, len(val), source, *seed), rule)
-	path := filepath.Join(*modelDir, flow.RecipeFile)
-	if err := updated.Save(path); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %s: the best point as the default, the old default as %q\n", path, *keepAs)
-	return nil
 }
 
 // tunedRecipe returns r with res's best point as the default: the old
 // default becomes the alternative keepAs, with its figures; the best
 // point's figures, measured as measured says, replace the default's.
-func tunedRecipe(r *flow.Recipe, res *pipeline.TuneResult, keepAs, measured, rule string) *flow.Recipe {
+func tunedRecipe(r *flow.Recipe, res *bundle.TuneResult, keepAs, measured, rule string) *flow.Recipe {
 	out := *r
 	out.Alternatives = maps.Clone(r.Alternatives)
 	if out.Alternatives == nil {
@@ -176,13 +228,13 @@ func describeSampler(s flow.Sampler) string {
 // tuneGraphs returns the validation and training graphs of lgflow tune and
 // says where they came from: the files given, else the bundle's own
 // (flow.Data), else the splits of the built-in dataset its card names.
-func tuneGraphs(ctx context.Context, dir string, card flow.Card, valPath, trainPath, format string, directed bool, dataDir string, dataSeed uint64) (val, train []*graph.Graph, source string, err error) {
+func tuneGraphs(ctx context.Context, dir string, card flow.Card, valPath, trainPath, format string) (val, train []*graph.Graph, source string, err error) {
 	read := func(path string) ([]*graph.Graph, error) {
 		f, err := inputFormat(format, path)
 		if err != nil {
 			return nil, err
 		}
-		gf, err := readGraphFile(ctx, path, f, directed, card.Molecules)
+		gf, err := readGraphFile(ctx, path, f, card.Molecules)
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +266,7 @@ func tuneGraphs(ctx context.Context, dir string, card flow.Card, valPath, trainP
 	if !slices.Contains(datasets.Names(), name) {
 		return nil, nil, "", usagef("%s: no validation graphs: give -val (the bundle stores none, and its card names no built-in dataset)", dir)
 	}
-	opt := datasets.Options{Dir: dataDir, Seed: dataSeed}
+	var opt datasets.Options // the data directory: $LGFLOW_DATA, else ../shared/data
 	if val, err = datasets.Load(ctx, name, "val", opt); err != nil {
 		return nil, nil, "", err
 	}

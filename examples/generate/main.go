@@ -1,9 +1,10 @@
 // Command generate runs lgflow's whole pipeline on any dataset of the
 // LG-Flow paper: data, LG-VAE, latents, LG-Flow, samples and evaluation.
 // By default it opens the model bundle shipped in pretrained/<dataset>
-// and samples with its recipe (sampler.json; -constrained and -complete
-// select its alternatives of those names); -train trains the models from
-// scratch (cpu presets, resumable, with time budgets).
+// and samples with its recipe (sampler.json; -recipe constrained or
+// complete selects its alternatives of those names, -sampler single
+// settings); -train trains the models from scratch (cpu presets,
+// resumable, with time budgets).
 // It prints the paper's table for the dataset with this run's row on top.
 //
 //	go run ./examples/generate -dataset planar       # shipped models: sample + evaluate
@@ -16,8 +17,8 @@
 // out/<dataset>): report.json, the samples (samples.g6 for undirected
 // graphs, samples.d6 for DAGs, samples.jsonl as node-link JSON for
 // labelled graphs), samples.svg, and the test and training splits. Run
-// with -h for the flags; the implementation is pipeline.Main, over
-// pipeline.Run.
+// with -h for the flags; the implementation is
+// examples/internal/generate, over internal/pipeline.
 package main
 
 import (
@@ -26,12 +27,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"lgflow/pipeline"
+	"lgflow/examples/internal/generate"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := pipeline.Main(ctx, "generate", "", os.Args[1:], os.Stdout, os.Stderr)
+	code := generate.Main(ctx, "generate", "", os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

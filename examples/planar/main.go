@@ -4,15 +4,16 @@
 // samples graphs with the recipe, evaluates them against the test split and
 // prints the results beside the paper's. flow.Sample(ctx, m, 256,
 // flow.WithSeed(s)) on flow.Open("pretrained/planar") gives the graphs of
-// -seed s; the sampler flags replace the recipe's settings one by one.
+// -seed s; -recipe selects an alternative of the recipe and -sampler
+// replaces its settings one by one (sampler.json's keys).
 //
 //	go run ./examples/planar                 # sample + evaluate (a few minutes on 2 cores)
 //	go run ./examples/planar -train          # the whole pipeline: data, LG-VAE, LG-Flow, sampling, evaluation
 //
 // It writes into -out (default out/planar): report.json, samples.g6,
-// samples.svg, test.g6 and train.g6. It is the shared pipeline
-// (package pipeline, also go run ./examples/generate -dataset planar) with
-// the dataset fixed; run with -h for the flags.
+// samples.svg, test.g6 and train.g6. It is examples/generate with the
+// dataset fixed (go run ./examples/generate -dataset planar); run with -h
+// for the flags.
 package main
 
 import (
@@ -21,12 +22,12 @@ import (
 	"os/signal"
 	"syscall"
 
-	"lgflow/pipeline"
+	"lgflow/examples/internal/generate"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := pipeline.Main(ctx, "planar", "planar", os.Args[1:], os.Stdout, os.Stderr)
+	code := generate.Main(ctx, "planar", "planar", os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -1,5 +1,6 @@
 // Package progress draws one-line progress bars for the lgflow command and
-// the examples.
+// the examples, and carries a long run's progress (Hooks; Text prints
+// it): terminal output, which only programs do.
 package progress
 
 import (
@@ -53,6 +54,9 @@ func newBar(w io.Writer, label string, terminal bool, now func() time.Time) func
 		io.WriteString(w, line)
 	}
 }
+
+// IsTerminal reports whether w is a character device such as a terminal.
+func IsTerminal(w io.Writer) bool { return isTerminal(w) }
 
 // isTerminal reports whether w is a character device such as a terminal.
 func isTerminal(w io.Writer) bool {

@@ -33,7 +33,7 @@ import (
 //
 // Each size takes seconds to a minute on two cores: run it with
 //
-//	go test -run XXX -bench SampleScaling -benchtime 1x ./pipeline/
+//	go test -run XXX -bench SampleScaling -benchtime 1x ./internal/pipeline/
 func BenchmarkSampleScaling(b *testing.B) {
 	p, err := vae.PresetFor("planar", "cpu")
 	if err != nil {
@@ -88,7 +88,7 @@ func BenchmarkSampleScaling(b *testing.B) {
 // settings on the paper's grid of 100 uniform steps ("uniform100") in the
 // same run. #14's goal is 9 s on two threads:
 //
-//	go test -run XXX -bench SampleShippedPlanar256 -benchtime 2x ./pipeline/
+//	go test -run XXX -bench SampleShippedPlanar256 -benchtime 2x ./internal/pipeline/
 func BenchmarkSampleShippedPlanar256(b *testing.B) {
 	dir, err := PretrainedDir()
 	if err != nil {

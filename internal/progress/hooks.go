@@ -1,10 +1,9 @@
-package pipeline
+package progress
 
 import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -13,7 +12,8 @@ import (
 	"lgflow/vae"
 )
 
-// Hooks receive the pipeline's progress. Nil fields are skipped; the
+// Hooks receive the progress of a long run (the dataset pipeline, bundle
+// training, tuning). Nil fields are skipped; the
 // functions may be called from several goroutines, one call at a time per
 // stage.
 type Hooks struct {
@@ -28,25 +28,26 @@ type Hooks struct {
 	Flow func(flow.Progress)
 }
 
-func (h Hooks) log(msg string) {
+// Say sends msg to the Log hook, if any.
+func (h Hooks) Say(msg string) {
 	if h.Log != nil {
 		h.Log(msg)
 	}
 }
 
-// bar returns a done/total callback for one stage, or nil without a
+// Stage returns a done/total callback for one stage, or nil without a
 // Progress hook.
-func (h Hooks) bar(stage string) func(done, total int) {
+func (h Hooks) Stage(stage string) func(done, total int) {
 	if h.Progress == nil {
 		return nil
 	}
 	return func(done, total int) { h.Progress(stage, done, total) }
 }
 
-// TextHooks returns Hooks that print to w: messages as lines, stage
+// Text returns Hooks that print to w: messages as lines, stage
 // progress as one bar per stage (redrawn in place on a terminal, a line
 // per tenth of the work elsewhere), and a training line every logged step.
-func TextHooks(w io.Writer) Hooks {
+func Text(w io.Writer) Hooks {
 	tty := isTerminal(w)
 	var mu sync.Mutex
 	bars := map[string]*textBar{}
@@ -158,14 +159,4 @@ func (b *textBar) update(done, total int) string {
 		s = "\r" + s
 	}
 	return s
-}
-
-// isTerminal reports whether w is a character device such as a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,4 +1,4 @@
-package pipeline
+package progress
 
 import (
 	"math"
@@ -9,12 +9,12 @@ import (
 	"lgflow/vae"
 )
 
-// TestTextHooks checks what TextHooks writes to a log (not a terminal):
+// TestText checks what TextHooks writes to a log (not a terminal):
 // messages, a bar line per tenth of a stage and at its end, and training
 // lines only when they report something new within logEvery.
-func TestTextHooks(t *testing.T) {
+func TestText(t *testing.T) {
 	var b strings.Builder
-	h := TextHooks(&b)
+	h := Text(&b)
 	h.Log("hello")
 	for i := 0; i <= 100; i++ {
 		h.Progress("stage", i, 100)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/graph/datasets"
+	"lgflow/graph/planar"
+	"lgflow/internal/progress"
 	"lgflow/metrics"
 	"lgflow/vae"
 )
@@ -89,9 +90,9 @@ func TestRunTrain(t *testing.T) {
 			vp, fc := tinyPresets(t, c.directed, c.nodeClasses)
 			out := t.TempDir()
 			var logs []string
-			o := Options{Dataset: c.dataset, Out: out, Train: true, VAEPreset: vp, FlowConfig: fc, N: 4, Steps: 2,
+			o := Options{Dataset: c.dataset, Out: out, Train: true, VAEPreset: vp, FlowConfig: fc, N: 4, Settings: steps(2),
 				Data:  datasets.Options{Splits: datasets.Splits{Train: 12, Val: 4, Test: 4}},
-				Hooks: Hooks{Log: func(s string) { logs = append(logs, s) }}}
+				Hooks: progress.Hooks{Log: func(s string) { logs = append(logs, s) }}}
 			if c.dataset == "tpu" {
 				o.Data.Dir = writeTPU(t)
 			}
@@ -158,12 +159,12 @@ func TestRunTrainFlowOnly(t *testing.T) {
 	vp, fc := tinyPresets(t, false, 0)
 	dir := t.TempDir()
 	data := datasets.Options{Splits: datasets.Splits{Train: 8, Val: 4, Test: 4}}
-	first, err := Run(context.Background(), Options{Dataset: "tree", Out: dir, Train: true, VAEPreset: vp, FlowConfig: fc, N: 2, Steps: 2, Data: data})
+	first, err := Run(context.Background(), Options{Dataset: "tree", Out: dir, Train: true, VAEPreset: vp, FlowConfig: fc, N: 2, Settings: steps(2), Data: data})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
-	rep, err := Run(context.Background(), Options{Dataset: "tree", Out: out, Train: true, VAEPath: first.Models.VAE, FlowConfig: fc, N: 2, Steps: 2, Data: data})
+	rep, err := Run(context.Background(), Options{Dataset: "tree", Out: out, Train: true, VAEPath: first.Models.VAE, FlowConfig: fc, N: 2, Settings: steps(2), Data: data})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,41 +327,6 @@ func TestSpecs(t *testing.T) {
 	}
 }
 
-// TestMainCommand checks the command line's exit statuses and messages.
-func TestMainCommand(t *testing.T) {
-	for _, c := range []struct {
-		name, dataset string
-		args          []string
-		code          int
-		stderr        string
-	}{
-		{"help", "", []string{"-h"}, 0, "-dataset"},
-		{"planar help has no -dataset", "planar", []string{"-h"}, 0, "-edge-rule"},
-		{"bad flag", "", []string{"-nope"}, 2, "flag provided but not defined"},
-		{"no dataset", "", nil, 2, "unknown dataset"},
-		{"unknown dataset", "", []string{"-dataset", "nope"}, 2, "unknown dataset \"nope\""},
-		{"extra argument", "planar", []string{"x"}, 2, "unexpected argument"},
-		{"bad device", "planar", []string{"-device", "tpu"}, 2, "unknown device"},
-		{"bad edge rule", "planar", []string{"-edge-rule", "xor", "-out", "OUT"}, 1, "xor"},
-	} {
-		var stdout, stderr strings.Builder
-		args := c.args
-		for i, a := range args {
-			if a == "OUT" {
-				args = slices.Clone(args)
-				args[i] = t.TempDir()
-			}
-		}
-		code := Main(context.Background(), "test", c.dataset, args, &stdout, &stderr)
-		if code != c.code || !strings.Contains(stderr.String(), c.stderr) {
-			t.Errorf("%s: exit %d, stderr %q; want %d and %q", c.name, code, stderr.String(), c.code, c.stderr)
-		}
-		if c.name == "planar help has no -dataset" && strings.Contains(stderr.String(), "-dataset") {
-			t.Errorf("%s: -dataset offered", c.name)
-		}
-	}
-}
-
 // TestRunCancelled checks that a cancelled context stops the pipeline
 // with its error.
 func TestRunCancelled(t *testing.T) {
@@ -382,18 +348,27 @@ func TestReconBatch(t *testing.T) {
 	}
 }
 
-// TestSpecConstraints checks each dataset's decoding constraint: it holds
-// for the graph without edges (where constrained decoding starts) and for
-// valid graphs of the dataset, so it never rejects what Valid accepts, and
-// Options.Constrained is refused where there is none.
+// TestSpecConstraints checks each dataset's decoding constraints: they
+// are constraints the sampler takes, and those that are properties of
+// edges hold for the graph without edges (where constrained decoding
+// starts) and for valid graphs of the dataset, so they never reject what
+// Valid accepts; "constrained" is refused for a model without the recipe
+// where the dataset has none.
 func TestSpecConstraints(t *testing.T) {
-	for _, name := range []string{"planar", "tree", "price", "planar-128"} {
+	holds := map[string]func(*graph.Graph) bool{"planar": planar.IsPlanar, "dag": graph.IsDAG, "forest": graph.IsForest}
+	for _, name := range []string{"planar", "tree", "price", "planar-128", "ego", "tpu"} {
 		spec, err := Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if spec.Constraint == nil || spec.ConstraintName == "" {
+		if len(spec.Constraints) == 0 || spec.ConstraintName == "" {
 			t.Fatalf("%s: no constraint, or no name for it", name)
+		}
+		if err := (flow.Sampler{Constraints: spec.Constraints}).Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if name == "ego" || name == "tpu" {
+			continue // Ego: no validity test; TPU Tile: data files
 		}
 		gs, err := datasets.Load(context.Background(), name, "test", datasets.Options{Splits: datasets.Splits{Train: 1, Val: 1, Test: 4}})
 		if err != nil {
@@ -403,41 +378,43 @@ func TestSpecConstraints(t *testing.T) {
 		if gs[0].Directed() {
 			empty = graph.NewDirected(gs[0].N())
 		}
-		if !spec.Constraint(empty) {
-			t.Errorf("%s: the constraint rejects the graph without edges", name)
-		}
 		valid := 0
-		for i, g := range gs {
-			if !spec.Valid(g) {
+		for _, c := range spec.Constraints {
+			test, ok := holds[c]
+			if !ok {
 				continue
 			}
-			valid++
-			if !spec.Constraint(g) {
-				t.Errorf("%s: test graph %d is valid but breaks the constraint", name, i)
+			if !test(empty) {
+				t.Errorf("%s: the constraint %s rejects the graph without edges", name, c)
+			}
+			for i, g := range gs {
+				if !spec.Valid(g) {
+					continue
+				}
+				valid++
+				if !test(g) {
+					t.Errorf("%s: test graph %d is valid but breaks the constraint %s", name, i, c)
+				}
 			}
 		}
-		if valid == 0 {
+		if valid == 0 && name != "tree" {
 			t.Errorf("%s: no valid test graph: the check is vacuous", name)
 		}
 	}
-	if err := (Options{Constrained: true}).check(Spec{Name: "unconstrained"}); err == nil {
+	if _, err := (Options{Recipe: "constrained"}).sampling(Spec{Name: "unconstrained"}, &flow.Model{}); err == nil {
 		t.Error("constrained decoding accepted for a dataset with no constraint")
 	}
-	// Ego: connectivity only (one decode option) for a model without a
-	// recipe.
+	// Ego: connectivity only for a model without a recipe.
 	ego, err := Lookup("ego")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ego.Connected || ego.Constraint != nil || ego.ConstraintName == "" {
-		t.Fatalf("ego: Connected %v, Constraint set %v, name %q", ego.Connected, ego.Constraint != nil, ego.ConstraintName)
-	}
-	sm, err := (Options{Constrained: true}).sampling(ego, &flow.Model{})
+	sm, err := (Options{Recipe: "constrained"}).sampling(ego, &flow.Model{})
 	if err != nil {
 		t.Fatalf("ego: %v", err)
 	}
-	if len(sm.decode) != 1 || sm.recipe != "" || sm.s.BatchSize != ego.SampleBatch {
-		t.Errorf("ego: %d decode options, recipe %q, batch %d; want 1 (connected), none, %d", len(sm.decode), sm.recipe, sm.s.BatchSize, ego.SampleBatch)
+	if !slices.Equal(sm.s.Constraints, []string{"connected"}) || sm.s.Fill != nil || sm.recipe != "" || sm.s.BatchSize != ego.SampleBatch {
+		t.Errorf("ego: constraints %v, fill %v, recipe %q, batch %d; want connected, none, none, %d", sm.s.Constraints, sm.s.Fill, sm.recipe, sm.s.BatchSize, ego.SampleBatch)
 	}
 }
 
@@ -447,7 +424,7 @@ func TestSpecConstraints(t *testing.T) {
 // it was trained with, by encoder fingerprint), so that a flow shipped
 // beside the wrong autoencoder fails here rather than for a user.
 func TestShippedModelsLoad(t *testing.T) {
-	root := filepath.Join("..", "pretrained")
+	root := filepath.Join("..", "..", "pretrained")
 	dirs, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -491,9 +468,9 @@ func TestShippedModelsLoad(t *testing.T) {
 
 // TestSpecFill checks the edge fill's plumbing for a model without a
 // recipe (trained by the run, or given with -flow): constrained planar
-// decoding fills by default (Spec.Fill), Options.Fill overrides the bound,
-// +Inf turns it off, and datasets whose constraint is not a property of
-// edges refuse it.
+// decoding fills by default (Spec.Fill), Settings override the bound or
+// turn it off, completion takes the same bound, and datasets whose
+// constraint is not a property of edges refuse a fill or a completion.
 func TestSpecFill(t *testing.T) {
 	planarSpec, err := Lookup("planar")
 	if err != nil {
@@ -503,37 +480,37 @@ func TestSpecFill(t *testing.T) {
 		t.Fatal("planar: no default fill")
 	}
 	plain := &flow.Model{}
+	noFill := func(s *flow.Sampler) { s.Fill = nil }
 	for _, c := range []struct {
-		name string
-		o    Options
-		n    int // decode options: constraint, connected, fill
+		name     string
+		o        Options
+		fill     *float64
+		complete bool
 	}{
-		{"unconstrained", Options{}, 0},
-		{"constrained, the dataset's fill", Options{Constrained: true}, 3},
-		{"constrained, another bound", Options{Constrained: true, Fill: ptr(-1.0)}, 3},
-		{"constrained, no fill", Options{Constrained: true, Fill: ptr(math.Inf(1))}, 2},
-		{"completed, the dataset's bound", Options{Complete: true}, 1},
-		{"completed, another bound", Options{Complete: true, Fill: ptr(-1.0)}, 1},
+		{"unconstrained", Options{}, nil, false},
+		{"constrained, the dataset's fill", Options{Recipe: "constrained"}, planarSpec.Fill, false},
+		{"constrained, another bound", Options{Recipe: "constrained", Settings: fill(-1)}, ptr(-1.0), false},
+		{"constrained, no fill", Options{Recipe: "constrained", Settings: noFill}, nil, false},
+		{"completed, the dataset's bound", Options{Recipe: "complete"}, planarSpec.Fill, true},
+		{"completed, another bound", Options{Recipe: "complete", Settings: fill(-1)}, ptr(-1.0), true},
 	} {
 		sm, err := c.o.sampling(planarSpec, plain)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if len(sm.decode) != c.n {
-			t.Errorf("%s: %d decode options, want %d", c.name, len(sm.decode), c.n)
+		if (sm.s.Fill == nil) != (c.fill == nil) || c.fill != nil && *sm.s.Fill != *c.fill || (len(sm.s.Complete) > 0) != c.complete {
+			t.Errorf("%s: fill %v, complete %v", c.name, sm.s.Fill, sm.s.Complete)
 		}
-	}
-	if f := (Options{Constrained: true, Fill: ptr(-1.0)}).fill(planarSpec); f == nil || *f != -1 {
-		t.Errorf("Options.Fill -1: fill %v", f)
-	}
-	if f := (Options{}).fill(planarSpec); f != nil {
-		t.Errorf("unconstrained: fill %v, want none", *f)
+		opts, err := sm.s.DecodeOptions()
+		if err != nil || c.name != "unconstrained" && len(opts) < 2 {
+			t.Errorf("%s: %d decode options, %v", c.name, len(opts), err)
+		}
 	}
 	tree, err := Lookup("tree")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Options{Constrained: true, Fill: ptr(-2.0)}).sampling(tree, plain); err == nil {
+	if _, err := (Options{Recipe: "constrained", Settings: fill(-2)}).sampling(tree, plain); err == nil {
 		t.Error("tree (spanning trees): fill accepted")
 	}
 	report := func(o Options) *Report {
@@ -546,31 +523,33 @@ func TestSpecFill(t *testing.T) {
 		r.setSampling(sm, o, "dir")
 		return r
 	}
-	if r := report(Options{Constrained: true}); r.Fill == nil || *r.Fill != *planarSpec.Fill {
+	if r := report(Options{Recipe: "constrained"}); r.Fill == nil || *r.Fill != *planarSpec.Fill || !r.Constrained {
 		t.Errorf("report: fill %v, want %v", r.Fill, *planarSpec.Fill)
 	}
-	if r := report(Options{Constrained: true, Fill: ptr(math.Inf(1))}); r.Fill != nil {
+	if r := report(Options{Recipe: "constrained", Settings: noFill}); r.Fill != nil {
 		t.Errorf("report without fill: fill %v", *r.Fill)
 	}
-	if r := report(Options{Complete: true}); !r.Complete || r.Fill == nil || *r.Fill != *planarSpec.Fill {
+	if r := report(Options{Recipe: "complete"}); !r.Complete || r.Fill == nil || *r.Fill != *planarSpec.Fill {
 		t.Errorf("report of a completed run: complete %v, fill %v", r.Complete, r.Fill)
 	}
-	if _, err := (Options{Complete: true}).sampling(tree, plain); err == nil {
+	if _, err := (Options{Recipe: "complete"}).sampling(tree, plain); err == nil {
 		t.Error("tree (no completion bound): completion accepted")
 	}
 	price, err := Lookup("price")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !planarSpec.CanComplete() || tree.CanComplete() || price.CanComplete() {
-		t.Errorf("CanComplete: planar %v, tree %v, price %v; want true, false, false", planarSpec.CanComplete(), tree.CanComplete(), price.CanComplete())
-	}
-	if _, err := (Options{Complete: true, Fill: ptr(-2.0)}).sampling(price, plain); err == nil {
+	if _, err := (Options{Recipe: "complete"}).sampling(price, plain); err == nil {
 		t.Error("price (directed): completion accepted")
 	}
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// steps and fill return Options.Settings that set the steps or the fill.
+func steps(n int) func(*flow.Sampler) { return func(s *flow.Sampler) { s.Steps = n } }
+
+func fill(v float64) func(*flow.Sampler) { return func(s *flow.Sampler) { s.Fill = &v } }
 
 // TestSampleOptionsBad: sampler settings that cannot be honoured are errors,
 // not silently ignored.
@@ -585,15 +564,15 @@ func TestSampleOptionsBad(t *testing.T) {
 		ok   bool
 	}{
 		{"defaults", Options{}, true},
-		{"negative steps", Options{Steps: -1}, false},
-		{"negative temperature", Options{Temperature: -0.5}, false},
-		{"unknown edge rule", Options{EdgeRule: "xor"}, false},
-		{"fill without constrained decoding", Options{Fill: ptr(-2.0)}, false},
-		{"fill under constrained decoding", Options{Constrained: true, Fill: ptr(-2.0)}, true},
-		{"completion", Options{Complete: true}, true},
-		{"completion under constrained decoding", Options{Constrained: true, Complete: true}, false},
-		{"negative expert time", Options{ExpertFrom: -1}, false},
-		{"missing expert", Options{ExpertPath: "nope.safetensors"}, false},
+		{"negative steps", Options{Settings: steps(-1)}, false},
+		{"negative temperature", Options{Settings: func(s *flow.Sampler) { s.Temperature = -0.5 }}, false},
+		{"unknown edge rule", Options{Settings: func(s *flow.Sampler) { s.EdgeRule = "xor" }}, false},
+		{"fill without constrained decoding", Options{Settings: fill(-2)}, false},
+		{"fill under constrained decoding", Options{Recipe: "constrained", Settings: fill(-2)}, true},
+		{"completion", Options{Recipe: "complete"}, true},
+		{"completion under constrained decoding", Options{Recipe: "complete", Settings: func(s *flow.Sampler) { s.Constraints = []string{"planar"} }}, false},
+		{"unknown recipe", Options{Recipe: "paper"}, false},
+		{"negative expert time", Options{Settings: func(s *flow.Sampler) { s.Experts = []flow.Expert{{File: "e.safetensors", From: -1}} }}, false},
 	} {
 		sm, err := c.o.sampling(spec, &flow.Model{})
 		if (err == nil) != c.ok {

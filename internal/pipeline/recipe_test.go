@@ -10,13 +10,13 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph"
-	"lgflow/vae"
 )
 
 // TestSampling checks what a run samples with: the recipe of the shipped
-// bundle (or its constrained or complete alternative), each setting
-// Options sets in place of the recipe's, no recipe with an expert of one's
-// own or none, and the dataset's constraint where the recipe names none.
+// bundle (or the alternative Options.Recipe names), each setting
+// Options.Settings gives in place of the recipe's, no recipe by name, and
+// the dataset's constraint or completion where the bundle has no such
+// alternative.
 func TestSampling(t *testing.T) {
 	spec, err := Lookup("planar")
 	if err != nil {
@@ -38,6 +38,8 @@ func TestSampling(t *testing.T) {
 		steps int
 		shift float64
 	}
+	offsets := func(t flow.TimeOffsets) func(*flow.Sampler) { return func(s *flow.Sampler) { s.Offsets = t } }
+	rule := func(r string) func(*flow.Sampler) { return func(s *flow.Sampler) { s.EdgeRule = r } }
 	for _, c := range []struct {
 		name     string
 		o        Options
@@ -48,31 +50,28 @@ func TestSampling(t *testing.T) {
 		grid     grid
 		experts  int     // the recipe's
 		from     float64 // the first expert's first time
-		decode   int     // decode options of the dataset's constraint or completion
+		decoding int     // constraints and completed properties
 		fill     float64 // 0: none
 		batch    int
 	}{
 		{"recipe", Options{}, full, "default", tuned, "and", grid{70, 1.4}, 1, 0.95, 0, 0, 100},
 		{"no recipe", Options{}, &flow.Model{}, "", flow.TimeOffsets{}, "", grid{}, 0, 0, 0, 0, 256},
-		{"no expert", Options{ExpertPath: NoExpert}, full, "", flow.TimeOffsets{}, "", grid{}, 0, 0, 0, 0, 256},
-		{"no expert, offsets given", Options{ExpertPath: NoExpert, Offsets: &own}, full, "", own, "", grid{}, 0, 0, 0, 0, 256},
-		{"offsets given", Options{Offsets: &own}, full, "default", own, "and", grid{70, 1.4}, 1, 0.95, 0, 0, 100},
-		{"zero offsets given", Options{Offsets: &flow.TimeOffsets{}}, full, "default", flow.TimeOffsets{}, "and", grid{70, 1.4}, 1, 0.95, 0, 0, 100},
-		{"rule given", Options{EdgeRule: "or"}, full, "default", tuned, "or", grid{70, 1.4}, 1, 0.95, 0, 0, 100},
-		{"steps given: the grid", Options{Steps: 100}, full, "default", tuned, "and", grid{100, 0}, 1, 0.95, 0, 0, 100},
-		{"shift given: the grid", Options{TimeShift: 1}, full, "default", tuned, "and", grid{0, 1}, 1, 0.95, 0, 0, 100},
-		{"batch given", Options{Batch: 8}, full, "default", tuned, "and", grid{70, 1.4}, 1, 0.95, 0, 0, 8},
-		{"expert time given", Options{ExpertFrom: 0.9}, full, "default", tuned, "and", grid{70, 1.4}, 1, 0.9, 0, 0, 100},
-		{"constrained", Options{Constrained: true}, full, "constrained", con, "", grid{}, 1, 0.95, 0, -4, 256},
-		{"constrained, offsets given", Options{Constrained: true, Offsets: &own}, full, "constrained", own, "", grid{}, 1, 0.95, 0, -4, 256},
-		{"constrained, fill given", Options{Constrained: true, Fill: ptr(-1.0)}, full, "constrained", con, "", grid{}, 1, 0.95, 0, -1, 256},
-		{"completed", Options{Complete: true}, full, "complete", comp, "mean", grid{}, 1, 0.95, 0, -3, 256},
-		{"completed, rule given", Options{Complete: true, EdgeRule: "or"}, full, "complete", comp, "or", grid{}, 1, 0.95, 0, -3, 256},
-		{"named recipe", Options{Recipe: "complete"}, full, "complete", comp, "mean", grid{}, 1, 0.95, 0, -3, 256},
-		{"named recipe, rule given", Options{Recipe: "constrained", EdgeRule: "and"}, full, "constrained", con, "and", grid{}, 1, 0.95, 0, -4, 256},
 		{"no recipe by name", Options{Recipe: flow.NoRecipe}, full, "", flow.TimeOffsets{}, "", grid{}, 0, 0, 0, 0, 256},
-		{"constrained, no such recipe: the dataset's constraint", Options{Constrained: true}, bare, "", flow.TimeOffsets{}, "", grid{}, 0, 0, 3, -4, 256},
-		{"completed, no such recipe: the default's settings", Options{Complete: true}, bare, "default", tuned, "and", grid{70, 1.4}, 1, 0.95, 1, -4, 100},
+		{"no recipe, offsets given", Options{Recipe: flow.NoRecipe, Settings: offsets(own)}, full, "", own, "", grid{}, 0, 0, 0, 0, 256},
+		{"offsets given", Options{Settings: offsets(own)}, full, "default", own, "and", grid{70, 1.4}, 1, 0.95, 0, 0, 100},
+		{"zero offsets given", Options{Settings: offsets(flow.TimeOffsets{})}, full, "default", flow.TimeOffsets{}, "and", grid{70, 1.4}, 1, 0.95, 0, 0, 100},
+		{"rule given", Options{Settings: rule("or")}, full, "default", tuned, "or", grid{70, 1.4}, 1, 0.95, 0, 0, 100},
+		{"steps given", Options{Settings: steps(100)}, full, "default", tuned, "and", grid{100, 1.4}, 1, 0.95, 0, 0, 100},
+		{"grid given", Options{Settings: func(s *flow.Sampler) { s.Steps, s.TimeShift = 100, 0 }}, full, "default", tuned, "and", grid{100, 0}, 1, 0.95, 0, 0, 100},
+		{"batch given", Options{Settings: func(s *flow.Sampler) { s.BatchSize = 8 }}, full, "default", tuned, "and", grid{70, 1.4}, 1, 0.95, 0, 0, 8},
+		{"expert time given", Options{Settings: func(s *flow.Sampler) { s.Experts = []flow.Expert{{File: "e.safetensors", From: 0.9}} }}, full, "default", tuned, "and", grid{70, 1.4}, 1, 0.9, 0, 0, 100},
+		{"constrained", Options{Recipe: "constrained"}, full, "constrained", con, "", grid{}, 1, 0.95, 2, -4, 256},
+		{"constrained, offsets given", Options{Recipe: "constrained", Settings: offsets(own)}, full, "constrained", own, "", grid{}, 1, 0.95, 2, -4, 256},
+		{"constrained, fill given", Options{Recipe: "constrained", Settings: fill(-1)}, full, "constrained", con, "", grid{}, 1, 0.95, 2, -1, 256},
+		{"completed", Options{Recipe: "complete"}, full, "complete", comp, "mean", grid{}, 1, 0.95, 2, -3, 256},
+		{"completed, rule given", Options{Recipe: "complete", Settings: rule("or")}, full, "complete", comp, "or", grid{}, 1, 0.95, 2, -3, 256},
+		{"constrained, no such recipe: the dataset's constraint", Options{Recipe: "constrained"}, bare, "", flow.TimeOffsets{}, "", grid{}, 0, 0, 2, -4, 256},
+		{"completed, no such recipe: the default's settings", Options{Recipe: "complete"}, bare, "default", tuned, "and", grid{70, 1.4}, 1, 0.95, 2, -4, 100},
 	} {
 		sm, err := c.o.sampling(spec, c.m)
 		if err != nil {
@@ -85,31 +84,22 @@ func TestSampling(t *testing.T) {
 			from = s.Experts[0].From
 		}
 		fill := 0.0
-		if sm.fill != nil {
-			fill = *sm.fill
+		if s.Fill != nil {
+			fill = *s.Fill
 		}
 		if sm.recipe != c.recipe || s.Offsets != c.offsets || s.EdgeRule != c.edgeRule || (grid{s.Steps, s.TimeShift}) != c.grid ||
-			len(s.Experts) != c.experts || from != c.from || len(sm.decode) != c.decode || fill != c.fill || s.BatchSize != c.batch {
-			t.Errorf("%s: recipe %q, %+v, %q, grid %d/%g, %d experts from %g, %d decode options, fill %g, batch %d",
-				c.name, sm.recipe, s.Offsets, s.EdgeRule, s.Steps, s.TimeShift, len(s.Experts), from, len(sm.decode), fill, s.BatchSize)
+			len(s.Experts) != c.experts || from != c.from || len(s.Constraints)+len(s.Complete) != c.decoding || fill != c.fill || s.BatchSize != c.batch {
+			t.Errorf("%s: recipe %q, %+v, %q, grid %d/%g, %d experts from %g, constraints %v, complete %v, fill %g, batch %d",
+				c.name, sm.recipe, s.Offsets, s.EdgeRule, s.Steps, s.TimeShift, len(s.Experts), from, s.Constraints, s.Complete, fill, s.BatchSize)
 		}
 	}
-	for _, c := range []struct {
-		o    Options
-		want string
-	}{
-		{Options{Recipe: "paper"}, `no alternative "paper" (it has complete, constrained)`},
-		{Options{Recipe: "complete", Constrained: true}, "exclude each other"},
-		{Options{Recipe: "complete", ExpertPath: NoExpert}, "exclude each other"},
-	} {
-		if _, err := c.o.sampling(spec, full); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: %v, want an error saying %q", c.o, err, c.want)
-		}
+	if _, err := (Options{Recipe: "paper"}).sampling(spec, full); err == nil || !strings.Contains(err.Error(), `no alternative "paper" (it has complete, constrained)`) {
+		t.Errorf("an unknown alternative: %v", err)
 	}
 	if full.Recipe.Sampler.Experts[0].From != 0.95 {
-		t.Error("-expert-from changed the model's recipe")
+		t.Error("the settings changed the model's recipe")
 	}
-	if _, err := (Options{Constrained: true, Fill: ptr(-1.0)}).sampling(spec, &flow.Model{Recipe: &flow.Recipe{Format: flow.RecipeFormat,
+	if _, err := (Options{Recipe: "constrained", Settings: fill(-1)}).sampling(spec, &flow.Model{Recipe: &flow.Recipe{Format: flow.RecipeFormat,
 		Alternatives: map[string]flow.Sampler{"constrained": {Constraints: []string{"tree"}}}}}); err == nil || !strings.Contains(err.Error(), "fill") {
 		t.Errorf("a fill under a recipe's spanning trees: %v", err)
 	}
@@ -156,7 +146,7 @@ var shippedRecipes = map[string]*flow.Recipe{
 // that every dataset with shipped models samples its paper's batch and has
 // a recipe for its constraint.
 func TestShippedRecipes(t *testing.T) {
-	root := filepath.Join("..", "pretrained")
+	root := filepath.Join("..", "..", "pretrained")
 	dirs, err := os.ReadDir(root)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +194,7 @@ func TestShippedRecipes(t *testing.T) {
 		if r.Sampler.BatchSize != spec.SampleBatch {
 			t.Errorf("%s: recipe batch %d, the dataset's %d", d.Name(), r.Sampler.BatchSize, spec.SampleBatch)
 		}
-		if _, ok := r.Alternatives["constrained"]; ok != (spec.Constraint != nil || spec.Connected) {
+		if _, ok := r.Alternatives["constrained"]; ok != (len(spec.Constraints) > 0) {
 			t.Errorf("%s: constrained recipe %v, constraint %v", d.Name(), ok, spec.ConstraintName)
 		}
 	}
@@ -216,7 +206,8 @@ func TestShippedRecipes(t *testing.T) {
 // TestPlanarBundleMatchesExample checks that the bundle call,
 // flow.Sample(ctx, flow.Open("pretrained/planar"), n, flow.WithSeed(s)),
 // gives exactly the graphs go run ./examples/planar -seed s samples
-// (pipeline.Main → Run: the models it finds, its sampling settings).
+// (examples/internal/generate → Run: the models it finds, its sampling
+// settings).
 func TestPlanarBundleMatchesExample(t *testing.T) {
 	ctx := context.Background()
 	const n, seed = 8, 5
@@ -226,25 +217,14 @@ func TestPlanarBundleMatchesExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Run's path, but the data and the evaluation.
-	if err := o.check(spec); err != nil {
-		t.Fatal(err)
-	}
-	vaePath, flowPath, err := shippedModels(spec, "", "")
-	if err != nil {
+	if _, _, err := shippedModels(spec, "", ""); err != nil {
 		t.Skip("no shipped planar models: ", err)
 	}
-	ae, err := vae.Load(vaePath)
+	ms, err := o.load(spec, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm, err := loadFlow(o, flowPath, ae)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm, err := o.sampling(spec, fm)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fm, sm, flowPath := ms.fm, ms.sm, ms.flowPath
 	example, err := flow.Sample(ctx, fm, n, append(sm.options(o), flow.WithProgress(func(int, int) {}))...)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"strings"
 
@@ -100,12 +99,8 @@ type Report struct {
 }
 
 func newReport(spec Spec, o Options, n int) *Report {
-	r := &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Seed: o.Seed, Hardware: hardware(),
-		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...), Constrained: o.Constrained}
-	if o.Constrained {
-		r.Notes = append(r.Notes, "constrained decoding: every sample is decoded under the dataset's constraint ("+spec.ConstraintName+"), which the paper's sampler does not do; validity is then partly by construction")
-	}
-	return r
+	return &Report{Dataset: spec.Name, Title: spec.Title, NSamples: n, Seed: o.Seed, Hardware: hardware(),
+		TrainSplit: spec.TrainSplit, TestSplit: spec.TestSplit, Notes: append([]string(nil), spec.Notes...)}
 }
 
 // setSampling records the settings a run samples with (Options.sampling),
@@ -120,14 +115,17 @@ func (r *Report) setSampling(sm *sampling, o Options, dir string) {
 	}
 	if sm.recipe != "" {
 		r.Recipe = sm.recipe
-		r.Notes = append(r.Notes, fmt.Sprintf("sampler: the %s recipe of %s (%s), chosen on the validation split for these models, with the settings given for this run in place of its own; the paper's sampler integrates 100 uniform steps with one denoiser and the or rule (-expert none -final-jump 1)",
+		r.Notes = append(r.Notes, fmt.Sprintf("sampler: the %s recipe of %s (%s), chosen on the validation split for these models, with the settings given for this run in place of its own; the paper's sampler integrates 100 uniform steps with one denoiser and the or rule (-recipe none -sampler final_jump=1)",
 			sm.recipe, filepath.Join(dir, flow.RecipeFile), strings.Join(s.Describe(), ", ")))
 	}
-	if len(s.Constraints) > 0 && !o.Constrained {
-		// The recipe itself decodes under constraints (its measured best).
+	if len(s.Constraints) > 0 {
 		r.Constrained = true
-		r.Notes = append(r.Notes, fmt.Sprintf("constrained decoding: the %s recipe decodes every sample under constraints (%s), which the paper's sampler does not do; validity is then partly by construction",
-			sm.recipe, strings.Join(s.Constraints, ", ")))
+		how := "the " + sm.recipe + " recipe decodes"
+		if sm.recipe == "" {
+			how = "the run decodes"
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("constrained decoding: %s every sample under constraints (%s), which the paper's sampler does not do; validity is then partly by construction",
+			how, strings.Join(s.Constraints, ", ")))
 	}
 	if s.Steps > 0 || s.TimeShift > 0 && s.TimeShift != 1 {
 		steps, shift := cmp.Or(s.Steps, flow.DefaultSteps), cmp.Or(s.TimeShift, 1)
@@ -138,9 +136,9 @@ func (r *Report) setSampling(sm *sampling, o Options, dir string) {
 	if t := s.Offsets; !t.Zero() {
 		r.Notes = append(r.Notes, fmt.Sprintf("time offsets: the denoiser evaluated at shifted times (steps from %g on: %+g; the final jump: %+g; flow.Sampler.Offsets); the paper evaluates it at the grid's times", t.From, t.Step, t.Jump))
 	}
-	if f := sm.fill; f != nil && !math.IsInf(*f, 1) {
-		r.Fill, r.Complete = f, o.Complete
-		if o.Complete {
+	if f := s.Fill; f != nil {
+		r.Fill, r.Complete = f, len(s.Complete) > 0
+		if r.Complete {
 			r.Notes = append(r.Notes, fmt.Sprintf("completion: the samples that decode valid gain the missing pairs of edge confidence at least %g, most confident first, while they stay valid (vae.WithEdgeCompletion); invalid samples stay as decoded; the paper's decoder does not do this", *f))
 		} else {
 			r.Notes = append(r.Notes, fmt.Sprintf("edge fill: the missing pairs of edge confidence at least %g added back, most confident first, while the constraint holds (vae.WithEdgeFill)", *f))
@@ -148,7 +146,10 @@ func (r *Report) setSampling(sm *sampling, o Options, dir string) {
 	}
 	var experts []string
 	for _, e := range s.Experts {
-		p := filepath.Join(dir, e.File)
+		p := e.File
+		if e.Model == nil { // the bundle's
+			p = filepath.Join(dir, e.File)
+		}
 		experts = append(experts, p)
 		band := fmt.Sprintf("from time %g", e.From)
 		if e.Until > 0 {
@@ -158,11 +159,6 @@ func (r *Report) setSampling(sm *sampling, o Options, dir string) {
 		if r.Models.ExpertFrom == 0 {
 			r.Models.ExpertFrom = e.From
 		}
-	}
-	if sm.expert != nil {
-		experts = append(experts, o.ExpertPath)
-		r.Models.ExpertFrom = o.expertFrom()
-		r.Notes = append(r.Notes, fmt.Sprintf("expert denoiser: from time %g the denoiser is a second LG-Flow (%s; flow.Expert); the paper samples with one denoiser", o.expertFrom(), o.ExpertPath))
 	}
 	r.Models.Expert = strings.Join(experts, ",")
 }

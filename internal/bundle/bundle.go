@@ -1,4 +1,4 @@
-package pipeline
+package bundle
 
 import (
 	"cmp"
@@ -21,6 +21,7 @@ import (
 	"lgflow/graph"
 	"lgflow/graph/mol"
 	"lgflow/internal/atomicfile"
+	"lgflow/internal/progress"
 	"lgflow/tensor"
 	"lgflow/trainer"
 	"lgflow/vae"
@@ -61,7 +62,7 @@ type BundleOptions struct {
 	// Backend runs the training steps and the denoiser (nil: the CPU).
 	Backend tensor.Backend
 	// Hooks receive progress.
-	Hooks Hooks
+	Hooks progress.Hooks
 	// Cond, when not nil, holds the conditions of the training graphs
 	// (one per graph of train, ConditionTable.Conditions): the flow is
 	// then conditional (flow.Latents.Cond), its checkpoint stores the
@@ -130,11 +131,11 @@ func DetectValidity(gs []*graph.Graph) string {
 func CheckRule(rule string, directed, molecules bool) error {
 	switch {
 	case directed && (rule == "tree" || rule == "planar"):
-		return fmt.Errorf("pipeline: the validity rule %s is for undirected graphs (directed ones: dag, connected or none)", rule)
+		return fmt.Errorf("bundle: the validity rule %s is for undirected graphs (directed ones: dag, connected or none)", rule)
 	case !directed && rule == "dag":
-		return errors.New("pipeline: the validity rule dag is for directed graphs")
+		return errors.New("bundle: the validity rule dag is for directed graphs")
 	case rule == "molecule" && !molecules:
-		return errors.New("pipeline: the validity rule molecule is for molecules (SMILES)")
+		return errors.New("bundle: the validity rule molecule is for molecules (SMILES)")
 	}
 	return nil
 }
@@ -159,18 +160,111 @@ func CheckRule(rule string, directed, molecules bool) error {
 // neither empty nor a bundle being trained on the same graphs is refused
 // before anything is written.
 func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions) (*flow.Recipe, error) {
-	start := time.Now()
-	size := cmp.Or(o.Size, "cpu")
-	facts, err := Inspect(train)
+	r, err := newBundleRun(train, val, o)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.openWork(); err != nil {
+		return nil, err
+	}
+	if r.trainSet, err = vae.Prepare(ctx, train, r.plan.VAE.Model, o.Hooks.Stage("eigenpairs (train)")); err != nil {
+		return nil, err
+	}
+	if r.valSet, err = vae.Prepare(ctx, val, r.plan.VAE.Model, o.Hooks.Stage("eigenpairs (val)")); err != nil {
+		return nil, err
+	}
+	vaePath, err := r.trainVAE(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ae, err := vae.Load(vaePath)
+	if err != nil {
+		return nil, err
+	}
+	acc, err := vae.Reconstruct(ctx, ae, r.valSet, r.plan.VAE.Train.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	o.Hooks.Say(fmt.Sprintf("LG-VAE reconstruction of the validation graphs: edge %.4f, node %.4f, whole graphs %.3f", acc.Edge(), acc.Node(), acc.Sample()))
+	flowPath, err := r.trainFlow(ctx, ae)
+	if err != nil {
+		return nil, err
+	}
+	fm, err := flow.Load(flowPath, ae)
+	if err != nil {
+		return nil, err
+	}
+	rec, n, err := r.recipe(ctx, fm)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.card(rec, n); err != nil {
+		return nil, err
+	}
+	if err := r.write(rec, vaePath, flowPath); err != nil {
+		return nil, err
+	}
+	o.Hooks.Say(fmt.Sprintf("wrote the bundle %s in %s", o.Out, time.Since(r.start).Round(time.Second)))
+	return rec, nil
+}
+
+// bundleRun is one call of TrainBundle: the graphs and what was read
+// from them, the plan, and the resumable state in the bundle's work
+// directory.
+type bundleRun struct {
+	o          BundleOptions
+	start      time.Time
+	size       string
+	train, val []*graph.Graph
+	facts      DataFacts
+	rule       string
+	valid      func(*graph.Graph) bool
+	plan       *Plan
+	schema     *flow.Condition // the conditions' schema; nil: unconditional
+
+	work, statePath  string
+	st               *workState
+	trainSet, valSet *vae.Dataset
+}
+
+// newBundleRun checks the graphs and options and picks the plan: the
+// data's facts, the validity rule and its test, and the models.
+func newBundleRun(train, val []*graph.Graph, o BundleOptions) (*bundleRun, error) {
+	r := &bundleRun{o: o, start: time.Now(), size: cmp.Or(o.Size, "cpu"), train: train, val: val}
+	var err error
+	if r.facts, err = Inspect(train); err != nil {
 		return nil, fmt.Errorf("training graphs: %w", err)
 	}
 	if len(val) == 0 {
-		return nil, errors.New("pipeline: no validation graphs")
+		return nil, errors.New("bundle: no validation graphs")
 	}
-	if err := checkVal(val, facts); err != nil {
+	if err := checkVal(val, r.facts); err != nil {
 		return nil, err
 	}
+	if r.rule, r.valid, err = bundleRule(train, o, r.facts); err != nil {
+		return nil, err
+	}
+	if r.plan, err = PlanFor(r.facts, r.size, len(train)); err != nil {
+		return nil, err
+	}
+	if o.Cond != nil {
+		if o.Cond.Len() != len(train) {
+			return nil, fmt.Errorf("bundle: conditions of %d graphs for %d training graphs", o.Cond.Len(), len(train))
+		}
+		r.schema = o.Cond.Schema
+		if err := r.schema.Validate(); err != nil {
+			return nil, err
+		}
+		r.plan.Flow = r.plan.Flow.ForCondition(r.schema)
+		r.plan.Flow.CondDrop = o.CondDrop
+	}
+	return r, nil
+}
+
+// bundleRule returns the validity rule of a bundle (o.Validity, else the
+// strictest the training graphs keep, molecule for molecules) and its
+// test (nil: every graph is valid).
+func bundleRule(train []*graph.Graph, o BundleOptions, facts DataFacts) (string, func(*graph.Graph) bool, error) {
 	rule := o.Validity
 	if rule == "" {
 		rule = DetectValidity(train)
@@ -179,264 +273,261 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 		}
 	}
 	if err := CheckRule(rule, facts.Directed, o.Molecules != ""); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	var enc *mol.Encoding
 	if o.Molecules != "" {
+		var err error
 		if enc, err = molEncoding(o.Molecules); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 	}
 	valid, err := ValidityTest(rule, enc)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if valid != nil {
 		if bad := countInvalid(train, valid); bad > 0 {
-			o.Hooks.log(fmt.Sprintf("note: %d of %d training graphs break the validity rule %s", bad, len(train), rule))
+			o.Hooks.Say(fmt.Sprintf("note: %d of %d training graphs break the validity rule %s", bad, len(train), rule))
 		}
 	}
-	plan, err := PlanFor(facts, size, len(train))
-	if err != nil {
-		return nil, err
-	}
-	var schema *flow.Condition
-	if o.Cond != nil {
-		if o.Cond.Len() != len(train) {
-			return nil, fmt.Errorf("pipeline: conditions of %d graphs for %d training graphs", o.Cond.Len(), len(train))
-		}
-		schema = o.Cond.Schema
-		if err := schema.Validate(); err != nil {
-			return nil, err
-		}
-		plan.Flow = plan.Flow.ForCondition(schema)
-		plan.Flow.CondDrop = o.CondDrop
-	}
-	work := filepath.Join(o.Out, WorkDir)
-	statePath := filepath.Join(work, "plan.json")
-	fp := fingerprint(train, val)
-	st, err := readWorkState(statePath)
+	return rule, valid, nil
+}
+
+// openWork reads the work directory's state (plan.json): a new run
+// starts one in an empty directory; a run that continues one on the same
+// graphs and conditions takes its plan.
+func (r *bundleRun) openWork() error {
+	o := r.o
+	r.work = filepath.Join(o.Out, WorkDir)
+	r.statePath = filepath.Join(r.work, "plan.json")
+	fp := fingerprint(r.train, r.val)
+	st, err := readWorkState(r.statePath)
 	switch {
 	case err != nil:
-		return nil, err
+		return err
 	case st == nil:
 		if err := checkEmptyOut(o.Out); err != nil {
-			return nil, err
+			return err
 		}
-		st = &workState{Data: fp, Plan: plan, Seed: o.Seed, Condition: schema}
+		st = &workState{Data: fp, Plan: r.plan, Seed: o.Seed, Condition: r.schema}
 		if o.Budget > 0 {
 			st.Budget = o.Budget.String()
 		}
 	case st.Data != fp:
-		return nil, fmt.Errorf("pipeline: %s holds the training of a bundle on other graphs; give another directory, or delete %s to start afresh", o.Out, work)
-	case !st.Condition.Equal(schema):
-		return nil, fmt.Errorf("pipeline: %s holds the training of a bundle %s; this run's flow is %s: give the same conditions, or another directory",
-			o.Out, conditionText(st.Condition), conditionText(schema))
+		return fmt.Errorf("bundle: %s holds the training of a bundle on other graphs; give another directory, or delete %s to start afresh", o.Out, r.work)
+	case !st.Condition.Equal(r.schema):
+		return fmt.Errorf("bundle: %s holds the training of a bundle %s; this run's flow is %s: give the same conditions, or another directory",
+			o.Out, conditionText(st.Condition), conditionText(r.schema))
 	default:
-		plan = st.Plan
-		o.Hooks.log(fmt.Sprintf("continuing the training in %s (planned by its first run)", work))
+		r.plan = st.Plan
+		o.Hooks.Say(fmt.Sprintf("continuing the training in %s (planned by its first run)", r.work))
 	}
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, err
+	r.st = st
+	if err := os.MkdirAll(r.work, 0o755); err != nil {
+		return err
 	}
-	save := func() error { return atomicfile.WriteJSON(statePath, st) }
+	plan := r.plan
 	plan.VAE.Train.Seed, plan.Flow.Seed = st.Seed, st.Seed
 	if o.CondDrop != 0 {
 		plan.Flow.CondDrop = o.CondDrop // a continuation may change it; else the first run's
 	}
-	o.Hooks.log(fmt.Sprintf("%d training and %d validation graphs, %d-%d nodes (mean %.1f), mean %.1f edges, %s, %d node and %d edge classes; validity rule %s",
-		len(train), len(val), facts.MinNodes, facts.MaxNodes, facts.MeanNodes, facts.MeanEdges, direction(facts.Directed), facts.NodeClasses, facts.EdgeClasses, rule))
+	facts := r.facts
+	o.Hooks.Say(fmt.Sprintf("%d training and %d validation graphs, %d-%d nodes (mean %.1f), mean %.1f edges, %s, %d node and %d edge classes; validity rule %s",
+		len(r.train), len(r.val), facts.MinNodes, facts.MaxNodes, facts.MeanNodes, facts.MeanEdges, direction(facts.Directed), facts.NodeClasses, facts.EdgeClasses, r.rule))
+	return nil
+}
 
-	trainSet, err := vae.Prepare(ctx, train, plan.VAE.Model, o.Hooks.bar("eigenpairs (train)"))
-	if err != nil {
-		return nil, err
+// save writes the work directory's state.
+func (r *bundleRun) save() error { return atomicfile.WriteJSON(r.statePath, r.st) }
+
+// measureTime is the part of the budget the final measurement gets (0
+// without a budget).
+func (r *bundleRun) measureTime() time.Duration {
+	if r.o.Budget <= 0 {
+		return 0
 	}
-	valSet, err := vae.Prepare(ctx, val, plan.VAE.Model, o.Hooks.bar("eigenpairs (val)"))
-	if err != nil {
-		return nil, err
+	return max(30*time.Second, time.Duration(MeasureShare*float64(r.o.Budget)))
+}
+
+// trainVAE trains the LG-VAE, unless an earlier run finished it, within
+// its share of the budget (its steps fitted to it at the first run), and
+// returns the path of the model to use.
+func (r *bundleRun) trainVAE(ctx context.Context) (string, error) {
+	o, plan := r.o, r.plan
+	vaeDir := filepath.Join(r.work, "vae")
+	path := filepath.Join(vaeDir, vae.ModelFile)
+	if r.st.VAEDone {
+		return path, nil
 	}
-	left := func() time.Duration { return o.Budget - time.Since(start) }
-	measureTime := time.Duration(0)
+	vaeBudget := time.Duration(0)
 	if o.Budget > 0 {
-		measureTime = max(30*time.Second, time.Duration(MeasureShare*float64(o.Budget)))
+		vaeBudget = time.Duration(VAEShare * float64(o.Budget))
 	}
+	if _, err := os.Stat(filepath.Join(vaeDir, vae.StateFile)); err != nil {
+		switch {
+		case o.VAESteps > 0:
+			plan.SetVAESteps(o.VAESteps)
+		case o.Budget > 0:
+			rate, err := vaeRate(ctx, plan, r.trainSet, o.Backend)
+			if err != nil {
+				return "", err
+			}
+			plan.SetVAESteps(min(stepsFor(rate, vaeBudget), plan.VAE.Train.Steps))
+			o.Hooks.Say(fmt.Sprintf("LG-VAE: %.1f steps/s, %d steps fit in %s", rate, plan.VAE.Train.Steps, vaeBudget.Round(time.Second)))
+		}
+		if err := r.save(); err != nil {
+			return "", err
+		}
+	}
+	cfgJSON, _ := json.Marshal(plan.VAE.Model)
+	o.Hooks.Say(fmt.Sprintf("training the LG-VAE (%s preset for these graphs, %d steps of batch %d; state in %s): %s", r.size, plan.VAE.Train.Steps, plan.VAE.Train.BatchSize, vaeDir, cfgJSON))
+	m, err := vae.Train(ctx, plan.VAE.Model, plan.VAE.Train, r.trainSet, r.valSet, vae.TrainOptions{Dir: vaeDir, Resume: true, MaxDuration: vaeBudget,
+		LogEvery: 10, Backend: o.Backend, Progress: o.Hooks.VAE})
+	if err != nil {
+		return "", err
+	}
+	last := checkpointStep(filepath.Join(vaeDir, vae.StateFile), "lgflow.vae")
+	if last < plan.VAE.Train.Steps {
+		// The step rate measured before training leaves out validation
+		// and checkpoints: the budget decides, and the flow trains in the
+		// latent space of the LG-VAE as far as it got.
+		o.Hooks.Say(fmt.Sprintf("the budget ran out at LG-VAE step %d of %d: the flow trains with the LG-VAE so far", last, plan.VAE.Train.Steps))
+	}
+	if _, err := os.Stat(path); err != nil { // no validation yet
+		if err := m.Save(path, map[string]string{"note": "the last model; no validation"}); err != nil {
+			return "", err
+		}
+	}
+	r.st.VAEDone = true
+	return path, r.save()
+}
 
-	// The LG-VAE.
-	vaeDir := filepath.Join(work, "vae")
-	if !st.VAEDone {
-		vaeBudget := time.Duration(0)
-		if o.Budget > 0 {
-			vaeBudget = time.Duration(VAEShare * float64(o.Budget))
-		}
-		if _, err := os.Stat(filepath.Join(vaeDir, vae.StateFile)); err != nil {
-			switch {
-			case o.VAESteps > 0:
-				plan.SetVAESteps(o.VAESteps)
-			case o.Budget > 0:
-				rate, err := vaeRate(ctx, plan, trainSet, o.Backend)
-				if err != nil {
-					return nil, err
-				}
-				plan.SetVAESteps(min(stepsFor(rate, vaeBudget), plan.VAE.Train.Steps))
-				o.Hooks.log(fmt.Sprintf("LG-VAE: %.1f steps/s, %d steps fit in %s", rate, plan.VAE.Train.Steps, vaeBudget.Round(time.Second)))
-			}
-			if err := save(); err != nil {
-				return nil, err
-			}
-		}
-		cfgJSON, _ := json.Marshal(plan.VAE.Model)
-		o.Hooks.log(fmt.Sprintf("training the LG-VAE (%s preset for these graphs, %d steps of batch %d; state in %s): %s", size, plan.VAE.Train.Steps, plan.VAE.Train.BatchSize, vaeDir, cfgJSON))
-		m, err := vae.Train(ctx, plan.VAE.Model, plan.VAE.Train, trainSet, valSet, vae.TrainOptions{Dir: vaeDir, Resume: true, MaxDuration: vaeBudget,
-			LogEvery: 10, Backend: o.Backend, Progress: o.Hooks.VAE})
-		if err != nil {
-			return nil, err
-		}
-		last := checkpointStep(filepath.Join(vaeDir, vae.StateFile), "lgflow.vae")
-		if last < plan.VAE.Train.Steps {
-			// The step rate measured before training leaves out validation
-			// and checkpoints: the budget decides, and the flow trains in the
-			// latent space of the LG-VAE as far as it got.
-			o.Hooks.log(fmt.Sprintf("the budget ran out at LG-VAE step %d of %d: the flow trains with the LG-VAE so far", last, plan.VAE.Train.Steps))
-		}
-		path := filepath.Join(vaeDir, vae.ModelFile)
-		if _, err := os.Stat(path); err != nil { // no validation yet
-			if err := m.Save(path, map[string]string{"note": "the last model; no validation"}); err != nil {
-				return nil, err
-			}
-		}
-		st.VAEDone = true
-		if err := save(); err != nil {
-			return nil, err
-		}
-	}
-	vaePath := filepath.Join(vaeDir, vae.ModelFile)
-	ae, err := vae.Load(vaePath)
+// trainFlow trains the flow in ae's latent space, unless an earlier run
+// finished it, within the budget left but the measurement's (its steps
+// fitted to it when first planned), and returns the path of the flow to
+// use: as far as it got when the budget runs out.
+func (r *bundleRun) trainFlow(ctx context.Context, ae *vae.Model) (string, error) {
+	o, plan := r.o, r.plan
+	lat, err := flow.EncodeLatents(ctx, ae, r.trainSet, 128, o.Hooks.Stage("encoding latents"))
 	if err != nil {
-		return nil, err
-	}
-	acc, err := vae.Reconstruct(ctx, ae, valSet, plan.VAE.Train.BatchSize)
-	if err != nil {
-		return nil, err
-	}
-	o.Hooks.log(fmt.Sprintf("LG-VAE reconstruction of the validation graphs: edge %.4f, node %.4f, whole graphs %.3f", acc.Edge(), acc.Node(), acc.Sample()))
-
-	// The flow.
-	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 128, o.Hooks.bar("encoding latents"))
-	if err != nil {
-		return nil, err
+		return "", err
 	}
 	lat.Cond = o.Cond
-	flowDir := filepath.Join(work, "flow")
+	flowDir := filepath.Join(r.work, "flow")
 	flowBudget := time.Duration(0)
 	if o.Budget > 0 {
-		flowBudget = left() - measureTime
-		if flowBudget <= 0 {
+		if flowBudget = o.Budget - time.Since(r.start) - r.measureTime(); flowBudget <= 0 {
 			flowBudget = time.Second
 		}
 	}
-	if !st.FlowPlanned {
+	if !r.st.FlowPlanned {
 		switch {
 		case o.FlowSteps > 0:
 			plan.SetFlowSteps(o.FlowSteps)
 		case o.Budget > 0:
-			rate, err := flowRate(ctx, plan, ae, trainSet, lat, o.Backend)
+			rate, err := flowRate(ctx, plan, ae, r.trainSet, lat, o.Backend)
 			if err != nil {
-				return nil, err
+				return "", err
 			}
 			plan.SetFlowSteps(min(stepsFor(rate, flowBudget), plan.Flow.Steps))
-			o.Hooks.log(fmt.Sprintf("LG-Flow: %.1f steps/s, %d steps fit in %s", rate, plan.Flow.Steps, flowBudget.Round(time.Second)))
+			o.Hooks.Say(fmt.Sprintf("LG-Flow: %.1f steps/s, %d steps fit in %s", rate, plan.Flow.Steps, flowBudget.Round(time.Second)))
 		}
-		st.FlowPlanned = true
-		if err := save(); err != nil {
-			return nil, err
-		}
-	}
-	if !st.FlowDone {
-		o.Hooks.log(fmt.Sprintf("training LG-Flow (DiT %d × %d, %d steps of batch %d%s; state in %s)", plan.Flow.DiT.Depth, plan.Flow.DiT.Width, plan.Flow.Steps, plan.Flow.BatchSize,
-			condTraining(schema, plan.Flow), flowDir))
-		var score func([]*graph.Graph) float64
-		if valid != nil {
-			score = func(gs []*graph.Graph) float64 { return 1 - float64(countInvalid(gs, valid))/float64(max(len(gs), 1)) }
-		}
-		_, err = flow.Train(ctx, plan.Flow, ae, trainSet, lat, flow.TrainOptions{Dir: flowDir, Resume: true, MaxDuration: flowBudget, LogEvery: 10,
-			Backend: o.Backend, Score: score, Progress: o.Hooks.Flow})
-		if err != nil {
-			return nil, err
-		}
-		last := checkpointStep(filepath.Join(flowDir, flow.StateFile), "lgflow.flow.state")
-		if last >= plan.Flow.Steps {
-			st.FlowDone = true
-			if err := save(); err != nil {
-				return nil, err
-			}
-		} else {
-			o.Hooks.log(fmt.Sprintf("the budget ran out at LG-Flow step %d of %d: the bundle gets the flow so far; run again to continue", last, plan.Flow.Steps))
+		r.st.FlowPlanned = true
+		if err := r.save(); err != nil {
+			return "", err
 		}
 	}
-	flowPath := filepath.Join(flowDir, flow.ModelFile)
-	fm, err := flow.Load(flowPath, ae)
+	path := filepath.Join(flowDir, flow.ModelFile)
+	if r.st.FlowDone {
+		return path, nil
+	}
+	o.Hooks.Say(fmt.Sprintf("training LG-Flow (DiT %d × %d, %d steps of batch %d%s; state in %s)", plan.Flow.DiT.Depth, plan.Flow.DiT.Width, plan.Flow.Steps, plan.Flow.BatchSize,
+		condTraining(r.schema, plan.Flow), flowDir))
+	var score func([]*graph.Graph) float64
+	if valid := r.valid; valid != nil {
+		score = func(gs []*graph.Graph) float64 { return 1 - float64(countInvalid(gs, valid))/float64(max(len(gs), 1)) }
+	}
+	_, err = flow.Train(ctx, plan.Flow, ae, r.trainSet, lat, flow.TrainOptions{Dir: flowDir, Resume: true, MaxDuration: flowBudget, LogEvery: 10,
+		Backend: o.Backend, Score: score, Progress: o.Hooks.Flow})
 	if err != nil {
-		return nil, err
+		return "", err
 	}
+	if last := checkpointStep(filepath.Join(flowDir, flow.StateFile), "lgflow.flow.state"); last < plan.Flow.Steps {
+		o.Hooks.Say(fmt.Sprintf("the budget ran out at LG-Flow step %d of %d: the bundle gets the flow so far; run again to continue", last, plan.Flow.Steps))
+		return path, nil
+	}
+	r.st.FlowDone = true
+	return path, r.save()
+}
 
-	// The recipe: the default sampler, or decoding under the rule's
-	// constraints, whichever measures better on the validation graphs.
+// recipe measures fm's samples against the validation graphs with the
+// default sampler and with decoding under the validity rule's
+// constraints, and returns the recipe whose default is the better of the
+// two (the other an alternative), with their figures in its card, and
+// the number of graphs sampled.
+func (r *bundleRun) recipe(ctx context.Context, fm *flow.Model) (*flow.Recipe, int, error) {
+	o := r.o
 	n := o.Samples
 	if n <= 0 {
-		n = min(max(len(val), 32), 256)
+		n = min(max(len(r.val), 32), 256)
 	}
 	if err := fm.ToBackend(o.Backend); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	r := &flow.Recipe{Format: flow.RecipeFormat, Alternatives: map[string]flow.Sampler{}}
+	rec := &flow.Recipe{Format: flow.RecipeFormat, Alternatives: map[string]flow.Sampler{}}
 	plain := flow.Sampler{}
-	zs, err := flow.SampleLatents(ctx, fm, n, flow.WithSeed(st.Seed), flow.WithProgress(o.Hooks.bar("sampling")))
+	zs, err := flow.SampleLatents(ctx, fm, n, flow.WithSeed(r.st.Seed), flow.WithProgress(o.Hooks.Stage("sampling")))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	decode := func(s flow.Sampler) ([]*graph.Graph, error) {
-		return DecodeLatents(ctx, ae, zs, s)
+	measure := func(s flow.Sampler) (Figures, error) {
+		gs, err := DecodeLatents(ctx, fm.VAE, zs, s)
+		if err != nil {
+			return Figures{}, err
+		}
+		return Measure(ctx, gs, r.val, r.train, r.valid)
 	}
-	gs, err := decode(plain)
+	figs, err := measure(plain)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	figs, err := Measure(ctx, gs, val, train, valid)
-	if err != nil {
-		return nil, err
-	}
-	o.Hooks.log("the flow's samples against the validation graphs: " + figs.String())
-	r.Sampler = plain
+	o.Hooks.Say("the flow's samples against the validation graphs: " + figs.String())
+	rec.Sampler = plain
 	card := map[string]float64{}
-	if cons := RuleConstraints(rule); cons != nil {
-		con := flow.Sampler{Constraints: cons}
-		cgs, err := decode(con)
-		if err != nil {
-			return nil, err
-		}
-		cfigs, err := Measure(ctx, cgs, val, train, valid)
-		if err != nil {
-			return nil, err
-		}
-		o.Hooks.log("decoded under the constraints " + strings.Join(cons, ", ") + ": " + cfigs.String())
-		if Better(cfigs, figs) {
-			r.Sampler, r.Alternatives["constrained"], r.Alternatives["paper"] = con, con, plain
-			cfigs.Card("", card)
-			figs.Card("paper.", card)
-		} else {
-			r.Alternatives["constrained"] = con
-			figs.Card("", card)
-			cfigs.Card("constrained.", card)
-		}
-	} else {
+	cons := RuleConstraints(r.rule)
+	if cons == nil {
 		figs.Card("", card)
+		rec.Card.Figures = card
+		return rec, n, nil
 	}
+	con := flow.Sampler{Constraints: cons}
+	cfigs, err := measure(con)
+	if err != nil {
+		return nil, 0, err
+	}
+	o.Hooks.Say("decoded under the constraints " + strings.Join(cons, ", ") + ": " + cfigs.String())
+	if Better(cfigs, figs) {
+		rec.Sampler, rec.Alternatives["constrained"], rec.Alternatives["paper"] = con, con, plain
+		cfigs.Card("", card)
+		figs.Card("paper.", card)
+	} else {
+		rec.Alternatives["constrained"] = con
+		figs.Card("", card)
+		cfigs.Card("constrained.", card)
+	}
+	rec.Card.Figures = card
+	return rec, n, nil
+}
 
-	// The card.
+// card fills in rec's card: the data's facts, how the models were
+// trained and how n samples measured them.
+func (r *bundleRun) card(rec *flow.Recipe, n int) error {
+	o, plan, facts := r.o, r.plan, r.facts
 	d := o.Data
-	d.Train, d.Val, d.Nodes = len(train), len(val), [2]int{facts.MinNodes, facts.MaxNodes}
+	d.Train, d.Val, d.Nodes = len(r.train), len(r.val), [2]int{facts.MinNodes, facts.MaxNodes}
 	d.Directed, d.NodeClasses, d.EdgeClasses = facts.Directed, facts.NodeClasses, facts.EdgeClasses
-	d.Preset, d.Budget = size, st.Budget
+	d.Preset, d.Budget = r.size, r.st.Budget
 	ext := ".g6.gz"
 	if facts.NodeClasses > 0 || facts.EdgeClasses > 1 {
 		ext = ".jsonl.gz"
@@ -455,30 +546,36 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 	trained := fmt.Sprintf("LG-VAE %d steps × %d (k %d, latent %d, %d × %d, GraphNorm); LG-Flow DiT %d × %d, %d steps × %d",
 		plan.VAE.Train.Steps, plan.VAE.Train.BatchSize, plan.VAE.Model.K, plan.VAE.Model.Latent, plan.VAE.Model.Layers, plan.VAE.Model.Width,
 		plan.Flow.DiT.Depth, plan.Flow.DiT.Width, plan.Flow.Steps, plan.Flow.BatchSize)
-	trained += condTraining(schema, plan.Flow)
-	if !st.FlowDone {
+	trained += condTraining(r.schema, plan.Flow)
+	if !r.st.FlowDone {
 		trained += " (unfinished: run lgflow train again to continue)"
 	}
-	r.Card = flow.Card{Dataset: fmt.Sprintf("%s (%d graphs)", cmp.Or(d.File, "graphs"), len(train)+len(val)),
-		Training: "lgflow train -preset " + size + budgetText(st.Budget) + ": " + trained, Figures: card,
-		Measured: fmt.Sprintf("%d samples against the %d validation graphs, seed %d; V.U.N. (validity: %s) and valid in %%, MMD² × 1e3", n, len(val), st.Seed, rule) + condMeasured(schema),
-		Validity: rule, Output: output, Molecules: o.Molecules, Data: &d}
-	if err := r.Validate(); err != nil {
-		return nil, fmt.Errorf("pipeline: the recipe: %w", err)
+	rec.Card = flow.Card{Dataset: fmt.Sprintf("%s (%d graphs)", cmp.Or(d.File, "graphs"), len(r.train)+len(r.val)),
+		Training: "lgflow train -preset " + r.size + budgetText(r.st.Budget) + ": " + trained, Figures: rec.Card.Figures,
+		Measured: fmt.Sprintf("%d samples against the %d validation graphs, seed %d; V.U.N. (validity: %s) and valid in %%, MMD² × 1e3", n, len(r.val), r.st.Seed, r.rule) + condMeasured(r.schema),
+		Validity: r.rule, Output: output, Molecules: o.Molecules, Data: &d}
+	if err := rec.Validate(); err != nil {
+		return fmt.Errorf("bundle: the recipe: %w", err)
 	}
+	return nil
+}
 
-	// The bundle, sampler.json last.
-	if err := copyFile(vaePath, filepath.Join(o.Out, vae.ModelFile)); err != nil {
-		return nil, err
+// write writes the bundle: the models, the training and validation
+// graphs, and sampler.json last.
+func (r *bundleRun) write(rec *flow.Recipe, vaePath, flowPath string) error {
+	out := r.o.Out
+	if err := copyFile(vaePath, filepath.Join(out, vae.ModelFile)); err != nil {
+		return err
 	}
-	if err := copyFile(flowPath, filepath.Join(o.Out, flow.ModelFile)); err != nil {
-		return nil, err
+	if err := copyFile(flowPath, filepath.Join(out, flow.ModelFile)); err != nil {
+		return err
 	}
+	d := rec.Card.Data
 	for _, f := range []struct {
 		name string
 		gs   []*graph.Graph
-	}{{d.TrainGraphs, train}, {d.ValGraphs, val}} {
-		path := filepath.Join(o.Out, f.name)
+	}{{d.TrainGraphs, r.train}, {d.ValGraphs, r.val}} {
+		path := filepath.Join(out, f.name)
 		var err error
 		if strings.Contains(f.name, ".jsonl") {
 			err = graph.WriteNodeLinkFile(path, f.gs)
@@ -486,14 +583,10 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 			err = graph.WriteFile(path, f.gs)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := r.Save(filepath.Join(o.Out, flow.RecipeFile)); err != nil {
-		return nil, err
-	}
-	o.Hooks.log(fmt.Sprintf("wrote the bundle %s in %s", o.Out, time.Since(start).Round(time.Second)))
-	return r, nil
+	return rec.Save(filepath.Join(out, flow.RecipeFile))
 }
 
 // conditionText describes a bundle's conditions for messages.
@@ -585,11 +678,11 @@ func checkVal(val []*graph.Graph, d DataFacts) error {
 	}
 	switch {
 	case vf.Directed != d.Directed:
-		return fmt.Errorf("pipeline: the validation graphs are %s, the training graphs %s", direction(vf.Directed), direction(d.Directed))
+		return fmt.Errorf("bundle: the validation graphs are %s, the training graphs %s", direction(vf.Directed), direction(d.Directed))
 	case (vf.NodeClasses > 0) != (d.NodeClasses > 0) && vf.NodeClasses > 0:
-		return errors.New("pipeline: the validation graphs have node labels, the training graphs none")
+		return errors.New("bundle: the validation graphs have node labels, the training graphs none")
 	case vf.NodeClasses > d.NodeClasses || vf.EdgeClasses > d.EdgeClasses:
-		return fmt.Errorf("pipeline: the validation graphs have labels the training graphs do not (%d node and %d edge classes against %d and %d)", vf.NodeClasses, vf.EdgeClasses, d.NodeClasses, d.EdgeClasses)
+		return fmt.Errorf("bundle: the validation graphs have labels the training graphs do not (%d node and %d edge classes against %d and %d)", vf.NodeClasses, vf.EdgeClasses, d.NodeClasses, d.EdgeClasses)
 	}
 	return nil
 }
@@ -611,7 +704,7 @@ func molEncoding(name string) (*mol.Encoding, error) {
 	case "guacamol":
 		return mol.GuacaMol, nil
 	}
-	return nil, fmt.Errorf("pipeline: unknown molecule encoding %q (want moses or guacamol)", name)
+	return nil, fmt.Errorf("bundle: unknown molecule encoding %q (want moses or guacamol)", name)
 }
 
 // MolEncoding returns the molecule encoding named by a card (moses,
@@ -643,7 +736,7 @@ func readWorkState(path string) (*workState, error) {
 	}
 	var st workState
 	if err := json.Unmarshal(b, &st); err != nil || st.Plan == nil {
-		return nil, fmt.Errorf("pipeline: %s is not the state of lgflow train (%v); delete it to start afresh", path, err)
+		return nil, fmt.Errorf("bundle: %s is not the state of lgflow train (%v); delete it to start afresh", path, err)
 	}
 	return &st, nil
 }
@@ -659,7 +752,7 @@ func checkEmptyOut(dir string) error {
 		return err
 	}
 	if len(entries) > 0 {
-		return fmt.Errorf("pipeline: %s is not empty (it holds %s); a bundle is trained into a directory of its own", dir, entries[0].Name())
+		return fmt.Errorf("bundle: %s is not empty (it holds %s); a bundle is trained into a directory of its own", dir, entries[0].Name())
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"lgflow/graph"
-	"lgflow/graph/planar"
 	"lgflow/metrics"
 )
 
@@ -68,29 +67,19 @@ type Spec struct {
 	// Valid is the validity test (nil for Ego), also the flow's
 	// checkpoint-selection score.
 	Valid func(*graph.Graph) bool
-	// Constraint is the part of Valid that constrained decoding
-	// (Options.Constrained, vae.WithEdgeConstraint) can enforce: a property
-	// of the empty graph that survives removing edges (planarity,
-	// acyclicity); nil where there is none.
-	Constraint func(*graph.Graph) bool
-	// SpanningTree makes constrained decoding decode maximum-confidence
-	// spanning trees (vae.WithSpanningTree) instead of enforcing
-	// Constraint: for datasets of trees, where Constraint (forests) alone
-	// leaves samples disconnected.
-	SpanningTree bool
-	// Connected makes constrained decoding join each sample's components
-	// by their most confident missing pairs (vae.WithConnected), after
-	// Constraint where there is one: for datasets of connected graphs.
-	Connected bool
-	// Fill, when not nil, completes constrained samples of runs whose
-	// model has no recipe for constrained decoding (models trained by the
-	// run, or given with -flow): the missing pairs of edge confidence at
-	// least *Fill are added, most confident first, while Constraint holds
-	// (vae.WithEdgeFill), so that the edges the constraint cut or the
-	// decoder left out are filled back where they fit; the bound of the
-	// completion of such runs too. The shipped models' bounds are in their
-	// recipes (pretrained/<dataset>/sampler.json). Options.Fill overrides
-	// both.
+	// Constraints are the decoding constraints (flow.Sampler.Constraints:
+	// planar, forest, tree, dag, connected) that make samples valid by
+	// construction where the dataset has some: the recipe "constrained"
+	// (Options.Recipe) of a model without one decodes under them, and
+	// "complete" completes the samples that decode valid (with Fill as its
+	// bound) where they are properties of edges. None of this is the
+	// paper's sampler, and the report says so.
+	Constraints []string
+	// Fill, when not nil, is the edge fill of those constrained samples
+	// (flow.Sampler.Fill): the missing pairs of edge confidence at least
+	// *Fill are added back, most confident first, while the constraints
+	// hold; and the bound of the completion. The shipped models' bounds
+	// are in their recipes (pretrained/<dataset>/sampler.json).
 	Fill *float64
 	// ConstraintName says in reports what constrained decoding enforces.
 	ConstraintName string
@@ -137,7 +126,7 @@ var planarFill, planarNFill = -4.0, -8.0
 // specs holds the datasets of the paper (docs/design.md, "The paper's
 // figures").
 var specs = map[string]Spec{
-	"planar": {Name: "planar", Title: "Extended Planar", Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraint: planar.IsPlanar, Connected: true, ConstraintName: "planarity and connectivity",
+	"planar": {Name: "planar", Title: "Extended Planar", Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraints: []string{"planar", "connected"}, ConstraintName: "planarity and connectivity",
 		// The bound chosen on the validation split (docs/results.md,
 		// "Constrained decoding: the edge fill").
 		Fill:       &planarFill,
@@ -147,14 +136,14 @@ var specs = map[string]Spec{
 			row("LG-Flow (paper, L40)", synthCols, 0.3, 0.4, 10.0, 1.3, 99.4, 8.9, 0.9961),
 			row("DeFoG (paper)", synthCols, 0.3, 0.1, 9.7, 1.3, 99.6, 890, none),
 		}},
-	"tree": {Name: "tree", Title: "Extended Tree", Kind: metrics.Tree, Valid: metrics.IsValidTree, Constraint: graph.IsForest, SpanningTree: true, ConstraintName: "spanning trees of the most confident edges",
+	"tree": {Name: "tree", Title: "Extended Tree", Kind: metrics.Tree, Valid: metrics.IsValidTree, Constraints: []string{"tree"}, ConstraintName: "spanning trees of the most confident edges",
 		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
 		Columns: synthCols,
 		Paper: []PaperRow{
 			row("LG-Flow (paper, L40)", synthCols, 0.3, 0.0, 0.0, 1.6, 98.3, 14.0, 0.9844),
 			row("DeFoG (paper)", synthCols, 0.1, 0.0, 0.0, 1.2, 98.1, 890, none),
 		}},
-	"ego": {Name: "ego", Title: "Ego", Kind: metrics.Ego, Connected: true, ConstraintName: "connectivity (each sample's components joined by their most confident pairs)",
+	"ego": {Name: "ego", Title: "Ego", Kind: metrics.Ego, Constraints: []string{"connected"}, ConstraintName: "connectivity (each sample's components joined by their most confident pairs)",
 		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 151, SampleBatch: 151,
 		Columns: egoCols,
 		Paper: []PaperRow{
@@ -163,7 +152,7 @@ var specs = map[string]Spec{
 			row("train set (paper)", egoCols, 0.2, 6.8, 7.1, 1.0, 1.0, none),
 		},
 		Notes: []string{"the Ego validation split is a subset of the training split (DeFoG's split, as the paper)"}},
-	"price": {Name: "price", Title: "Price DAGs", Kind: metrics.DAG, DirectoCompat: true, Valid: metrics.IsValidDAG, Constraint: graph.IsDAG, ConstraintName: "acyclicity",
+	"price": {Name: "price", Title: "Price DAGs", Kind: metrics.DAG, DirectoCompat: true, Valid: metrics.IsValidDAG, Constraints: []string{"dag"}, ConstraintName: "acyclicity",
 		TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: 256,
 		Columns: dagCols,
 		Paper: []PaperRow{
@@ -172,7 +161,7 @@ var specs = map[string]Spec{
 		},
 		Notes: []string{"degree MMDs as Directo's code computes them (degree sequences, in and out swapped), as in the paper's DAG table",
 			"the paper's Price metrics use the validation split as reference; here the test split"}},
-	"tpu": {Name: "tpu", Title: "TPU Tile", Kind: metrics.DAG, DirectoCompat: true, NodeLabels: true, Valid: metrics.IsValidDAG, Constraint: graph.IsDAG, ConstraintName: "acyclicity",
+	"tpu": {Name: "tpu", Title: "TPU Tile", Kind: metrics.DAG, DirectoCompat: true, NodeLabels: true, Valid: metrics.IsValidDAG, Constraints: []string{"dag"}, ConstraintName: "acyclicity",
 		TrainSplit: "val", ValSplit: "", HoldOut: 63, TestSplit: "test", Samples: 40, SampleBatch: 40,
 		Columns: dagCols,
 		Paper: []PaperRow{
@@ -200,7 +189,7 @@ func init() {
 		{512, []float64{0.8945, 0.2, 1.1, 20.3, 0.1, 84.4, 130}, []float64{none, 1.2, 56.5, 114.8, 1.5, 1.4, 6.1e4}, 32},
 	} {
 		name := fmt.Sprintf("planar-%d", p.n)
-		specs[name] = Spec{Name: name, Title: fmt.Sprintf("Planar-%d", p.n), Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraint: planar.IsPlanar, Connected: true, ConstraintName: "planarity and connectivity",
+		specs[name] = Spec{Name: name, Title: fmt.Sprintf("Planar-%d", p.n), Kind: metrics.Planar, Valid: metrics.IsValidPlanar, Constraints: []string{"planar", "connected"}, ConstraintName: "planarity and connectivity",
 			Fill:       &planarNFill,
 			TrainSplit: "train", ValSplit: "val", TestSplit: "test", Samples: 256, SampleBatch: p.batch,
 			Columns: planarNCols,

@@ -1,4 +1,4 @@
-package pipeline
+package bundle
 
 import (
 	"bufio"
@@ -82,13 +82,13 @@ func (t *ConditionTable) Merge(o *ConditionTable) (*ConditionTable, error) {
 	case o == nil:
 		return t, nil
 	case t.Len() != o.Len():
-		return nil, fmt.Errorf("pipeline: conditions of %d and of %d graphs", t.Len(), o.Len())
+		return nil, fmt.Errorf("bundle: conditions of %d and of %d graphs", t.Len(), o.Len())
 	case t.Labels != nil && o.Labels != nil:
-		return nil, errors.New("pipeline: two sources of labels (a graph has one label)")
+		return nil, errors.New("bundle: two sources of labels (a graph has one label)")
 	}
 	for _, name := range o.Names {
 		if slices.Contains(t.Names, name) {
-			return nil, fmt.Errorf("pipeline: the property %s given twice", name)
+			return nil, fmt.Errorf("bundle: the property %s given twice", name)
 		}
 	}
 	out := &ConditionTable{Labels: t.Labels, Names: slices.Concat(t.Names, o.Names)}
@@ -275,11 +275,11 @@ func ReadConditionFile(path string, n int) (*ConditionTable, error) {
 // (metrics.BuiltinProperties) of every graph of gs.
 func PropertyConditions(gs []*graph.Graph, names []string) (*ConditionTable, error) {
 	if len(names) == 0 {
-		return nil, errors.New("pipeline: no property names")
+		return nil, errors.New("bundle: no property names")
 	}
 	for i, name := range names {
 		if slices.Index(names, name) != i {
-			return nil, fmt.Errorf("pipeline: the property %s given twice", name)
+			return nil, fmt.Errorf("bundle: the property %s given twice", name)
 		}
 	}
 	vals, err := metrics.GraphProperties(gs, names...)
@@ -303,7 +303,7 @@ func PropertyConditions(gs []*graph.Graph, names []string) (*ConditionTable, err
 // name the file and the graph (0-based, in file order).
 func NodeLinkConditions(path string, keys []string) (*ConditionTable, error) {
 	if len(keys) == 0 {
-		return nil, errors.New("pipeline: no graph attribute names")
+		return nil, errors.New("bundle: no graph attribute names")
 	}
 	var docs []json.RawMessage
 	err := readMaybeGzip(path, func(r io.Reader) error {
@@ -322,7 +322,7 @@ func NodeLinkConditions(path string, keys []string) (*ConditionTable, error) {
 	labelKey := ""
 	for i, key := range keys {
 		if slices.Index(keys, key) != i {
-			return nil, fmt.Errorf("pipeline: the graph attribute %s given twice", key)
+			return nil, fmt.Errorf("bundle: the graph attribute %s given twice", key)
 		}
 	}
 	for g, doc := range docs {

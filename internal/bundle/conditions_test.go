@@ -1,4 +1,4 @@
-package pipeline
+package bundle
 
 import (
 	"compress/gzip"

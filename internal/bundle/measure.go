@@ -1,4 +1,4 @@
-package pipeline
+package bundle
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"lgflow/graph/iso"
 	"lgflow/graph/mol"
 	"lgflow/metrics"
+	"lgflow/tensor"
 )
 
 // ValidityTest returns the test of a validity rule (flow.ValidityRules):
@@ -32,7 +33,7 @@ func ValidityTest(rule string, enc *mol.Encoding) (func(*graph.Graph) bool, erro
 		return func(g *graph.Graph) bool { return g.N() > 0 && graph.IsConnected(g) }, nil
 	case "molecule":
 		if enc == nil {
-			return nil, fmt.Errorf("pipeline: the validity rule molecule needs a molecule encoding")
+			return nil, fmt.Errorf("bundle: the validity rule molecule needs a molecule encoding")
 		}
 		return func(g *graph.Graph) bool {
 			_, err := enc.DecodeDatasetGraph(g, mol.InferAromaticNH(mol.DefaultInferNH))
@@ -41,7 +42,7 @@ func ValidityTest(rule string, enc *mol.Encoding) (func(*graph.Graph) bool, erro
 	case "none", "":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("pipeline: unknown validity rule %q (want %s)", rule, strings.Join(flow.ValidityRules, ", "))
+	return nil, fmt.Errorf("bundle: unknown validity rule %q (want %s)", rule, strings.Join(flow.ValidityRules, ", "))
 }
 
 // RuleConstraints returns the recipe constraints (flow.Sampler.Constraints)
@@ -78,7 +79,7 @@ type Figures struct {
 // Isomorphism respects node labels when the reference graphs have any.
 func Measure(ctx context.Context, gen, ref, train []*graph.Graph, valid func(*graph.Graph) bool) (Figures, error) {
 	if len(gen) == 0 || len(ref) == 0 {
-		return Figures{}, fmt.Errorf("pipeline: measuring needs generated and reference graphs (%d, %d)", len(gen), len(ref))
+		return Figures{}, fmt.Errorf("bundle: measuring needs generated and reference graphs (%d, %d)", len(gen), len(ref))
 	}
 	kind := metrics.Generic
 	if ref[0].Directed() {
@@ -149,4 +150,50 @@ func (f Figures) String() string {
 		fmt.Fprintf(&b, "  %s %.3g", name, 1e3*f.MMD[name])
 	}
 	return b.String()
+}
+
+// LoadExperts loads the expert denoisers of s that m's bundle does not
+// hold: an expert that m's recipe names (in its default or an
+// alternative) is the bundle's, which flow.Open loaded; any other names a
+// checkpoint file, a path, loaded in m's latent space and moved to be
+// (nil: the CPU). Experts with a Model are left as they are.
+func LoadExperts(m *flow.Model, s *flow.Sampler, be tensor.Backend) error {
+	named := map[string]bool{}
+	if m.Recipe != nil {
+		for _, rs := range append([]flow.Sampler{m.Recipe.Sampler}, alternatives(m.Recipe)...) {
+			for _, e := range rs.Experts {
+				named[e.File] = true
+			}
+		}
+	}
+	for i := range s.Experts {
+		e := &s.Experts[i]
+		if e.Model != nil || named[e.File] {
+			continue
+		}
+		em, err := flow.Load(e.File, m.VAE)
+		if err != nil {
+			return fmt.Errorf("expert denoiser: %w", err)
+		}
+		if be != nil {
+			if err := em.ToBackend(be); err != nil {
+				return err
+			}
+		}
+		e.Model = em
+	}
+	return nil
+}
+
+// ValidateSettings is s.Validate for settings whose experts may name
+// checkpoint files by their paths, which LoadExperts loads: such an
+// expert is checked as one that carries its model.
+func ValidateSettings(s flow.Sampler) error {
+	s.Experts = slices.Clone(s.Experts)
+	for i, e := range s.Experts {
+		if e.Model == nil && strings.ContainsAny(e.File, `/\`) {
+			s.Experts[i].Model = &flow.Model{}
+		}
+	}
+	return s.Validate()
 }

@@ -1,4 +1,4 @@
-package pipeline
+package bundle
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph"
+	"lgflow/internal/progress"
 	"lgflow/tensor"
 )
 
@@ -41,7 +42,7 @@ type TuneOptions struct {
 	// of the MMDs is worth in the score (0: DefaultMMDWeight).
 	MMDWeight float64
 	// Hooks receive a line per point measured and the sampling progress.
-	Hooks Hooks
+	Hooks progress.Hooks
 }
 
 // DefaultMMDWeight is TuneOptions.MMDWeight's default: halving every MMD
@@ -94,20 +95,8 @@ type TuneResult struct {
 // o.Budget is spent, before a sampling that would not fit.
 func Tune(ctx context.Context, m *flow.Model, o TuneOptions) (*TuneResult, error) {
 	start := time.Now()
-	if len(o.Val) == 0 {
-		return nil, errors.New("pipeline: tuning needs validation graphs")
-	}
-	if o.Samples <= 0 {
-		o.Samples = 256
-	}
-	if o.MMDWeight == 0 {
-		o.MMDWeight = DefaultMMDWeight
-	}
-	if !(o.MMDWeight > 0) || math.IsInf(o.MMDWeight, 0) {
-		return nil, fmt.Errorf("pipeline: the MMDs' weight %g is not a positive number", o.MMDWeight)
-	}
-	if err := o.Start.Validate(); err != nil {
-		return nil, fmt.Errorf("pipeline: the starting point: %w", err)
+	if err := checkTune(&o); err != nil {
+		return nil, err
 	}
 	t := &tuner{ctx: ctx, m: m, o: o, latents: map[string][]*tensor.Tensor{}, seen: map[string]*TunePoint{}, began: start}
 	res := &TuneResult{}
@@ -116,147 +105,7 @@ func Tune(ctx context.Context, m *flow.Model, o TuneOptions) (*TuneResult, error
 		return nil, err
 	}
 	res.Start, t.best = *sp, sp
-	directed := o.Val[0].Directed()
-
-	decodeStage := func() error {
-		base := t.best.Sampler
-		var cands []flow.Sampler
-		margins := []*float64{nil, ptrTo(0), ptrTo(0.5), ptrTo(1), ptrTo(1.25), ptrTo(1.5), ptrTo(2)}
-		rules := []string{"", "and", "mean"}
-		if directed {
-			rules = []string{base.EdgeRule}
-		}
-		for _, rule := range rules {
-			for _, mg := range margins {
-				s := base
-				s.EdgeRule, s.EdgeMargin = rule, mg
-				cands = append(cands, s)
-			}
-		}
-		if cons := RuleConstraints(o.Rule); o.Constraints && cons != nil {
-			fills := []*float64{nil}
-			if slices.Contains(cons, "planar") {
-				fills = append(fills, ptrTo(-4), ptrTo(-8))
-			}
-			for _, f := range fills {
-				s := base
-				s.EdgeRule, s.EdgeMargin, s.Complete, s.Constraints, s.Fill = "", nil, nil, cons, f
-				cands = append(cands, s)
-			}
-		}
-		return t.try(cands)
-	}
-	// localDecode tries margins near the incumbent's after an integration
-	// stage moved it: other latents often want another margin.
-	localDecode := func() error {
-		base := t.best.Sampler
-		if len(base.Constraints) > 0 {
-			return nil
-		}
-		m0 := m.VAE.Cfg.EdgeMargin
-		if base.EdgeMargin != nil {
-			m0 = *base.EdgeMargin
-		}
-		var cands []flow.Sampler
-		for _, d := range []float64{-0.5, -0.25, 0.25, 0.5} {
-			if v := m0 + d; v >= 0 {
-				c := base
-				c.EdgeMargin = ptrTo(v)
-				cands = append(cands, c)
-			}
-		}
-		return t.try(cands)
-	}
-	integStage := func(vary func(s flow.Sampler) []flow.Sampler) error {
-		before := t.best
-		if err := t.try(vary(t.best.Sampler)); err != nil {
-			return err
-		}
-		if t.best != before {
-			return localDecode()
-		}
-		return nil
-	}
-	stages := []func() error{
-		decodeStage,
-		func() error { // the expert denoisers
-			return integStage(func(s flow.Sampler) []flow.Sampler {
-				var out []flow.Sampler
-				for _, es := range expertSets(m) {
-					c := s
-					c.Experts = es
-					out = append(out, c)
-				}
-				return out
-			})
-		},
-		func() error { // the grid
-			return integStage(func(s flow.Sampler) []flow.Sampler {
-				var out []flow.Sampler
-				for _, steps := range []int{50, 70, 100} {
-					c := s
-					c.Grid, c.Steps, c.TimeShift = "", steps, shiftFor(steps)
-					out = append(out, c)
-				}
-				return out
-			})
-		},
-		func() error { // the temperature
-			return integStage(func(s flow.Sampler) []flow.Sampler {
-				return vary(s, []float64{0, 0.9, 0.8}, func(c *flow.Sampler, v float64) { c.Temperature = v })
-			})
-		},
-		func() error { // the step offset
-			return integStage(func(s flow.Sampler) []flow.Sampler {
-				return vary(s, []float64{0, 0.01, 0.025, 0.05}, func(c *flow.Sampler, v float64) { setStepOffset(c, v) })
-			})
-		},
-		func() error { // the final jump's offset
-			return integStage(func(s flow.Sampler) []flow.Sampler {
-				return vary(s, []float64{0, -0.02, -0.035}, func(c *flow.Sampler, v float64) { setJumpOffset(c, v) })
-			})
-		},
-		func() error { // the final jump
-			return integStage(func(s flow.Sampler) []flow.Sampler {
-				return vary(s, []float64{0, 0.9, 1}, func(c *flow.Sampler, v float64) { c.FinalJump = v })
-			})
-		},
-		decodeStage,
-		func() error { // refinement: halfway to the neighbours
-			return integStage(func(s flow.Sampler) []flow.Sampler {
-				var out []flow.Sampler
-				for _, d := range []float64{-0.0075, 0.0075} {
-					if v := s.Offsets.Step + d; v > -0.2 && v < 0.2 {
-						c := s
-						setStepOffset(&c, round4(v))
-						out = append(out, c)
-					}
-				}
-				for _, d := range []float64{-0.01, 0.01} {
-					if v := s.Offsets.Jump + d; v > -0.2 && v <= 0 {
-						c := s
-						setJumpOffset(&c, round4(v))
-						out = append(out, c)
-					}
-				}
-				return out
-			})
-		},
-		func() error { // refinement of the margin
-			s := t.best.Sampler
-			if s.EdgeMargin == nil {
-				return nil
-			}
-			var out []flow.Sampler
-			for _, d := range []float64{-0.125, 0.125} {
-				c := s
-				c.EdgeMargin = ptrTo(*s.EdgeMargin + d)
-				out = append(out, c)
-			}
-			return t.try(out)
-		},
-	}
-	for _, stage := range stages {
+	for _, stage := range t.stages() {
 		if err := stage(); err != nil {
 			if errors.Is(err, errBudget) {
 				break
@@ -268,6 +117,181 @@ func Tune(ctx context.Context, m *flow.Model, o TuneOptions) (*TuneResult, error
 	res.Front = front(t.points)
 	res.Points, res.Samplings, res.Elapsed = len(t.points), len(t.latents), time.Since(start)
 	return res, nil
+}
+
+// checkTune checks o and fills in its defaults.
+func checkTune(o *TuneOptions) error {
+	if len(o.Val) == 0 {
+		return errors.New("bundle: tuning needs validation graphs")
+	}
+	if o.Samples <= 0 {
+		o.Samples = 256
+	}
+	if o.MMDWeight == 0 {
+		o.MMDWeight = DefaultMMDWeight
+	}
+	if !(o.MMDWeight > 0) || math.IsInf(o.MMDWeight, 0) {
+		return fmt.Errorf("bundle: the MMDs' weight %g is not a positive number", o.MMDWeight)
+	}
+	if err := o.Start.Validate(); err != nil {
+		return fmt.Errorf("bundle: the starting point: %w", err)
+	}
+	return nil
+}
+
+// stages are the search's stages in order (Tune).
+func (t *tuner) stages() []func() error {
+	return []func() error{
+		t.decodeStage,
+		func() error { // the expert denoisers
+			return t.integStage(func(s flow.Sampler) []flow.Sampler {
+				var out []flow.Sampler
+				for _, es := range expertSets(t.m) {
+					c := s
+					c.Experts = es
+					out = append(out, c)
+				}
+				return out
+			})
+		},
+		func() error { // the grid
+			return t.integStage(func(s flow.Sampler) []flow.Sampler {
+				var out []flow.Sampler
+				for _, steps := range []int{50, 70, 100} {
+					c := s
+					c.Grid, c.Steps, c.TimeShift = "", steps, shiftFor(steps)
+					out = append(out, c)
+				}
+				return out
+			})
+		},
+		func() error { // the temperature
+			return t.integStage(func(s flow.Sampler) []flow.Sampler {
+				return vary(s, []float64{0, 0.9, 0.8}, func(c *flow.Sampler, v float64) { c.Temperature = v })
+			})
+		},
+		func() error { // the step offset
+			return t.integStage(func(s flow.Sampler) []flow.Sampler {
+				return vary(s, []float64{0, 0.01, 0.025, 0.05}, func(c *flow.Sampler, v float64) { setStepOffset(c, v) })
+			})
+		},
+		func() error { // the final jump's offset
+			return t.integStage(func(s flow.Sampler) []flow.Sampler {
+				return vary(s, []float64{0, -0.02, -0.035}, func(c *flow.Sampler, v float64) { setJumpOffset(c, v) })
+			})
+		},
+		func() error { // the final jump
+			return t.integStage(func(s flow.Sampler) []flow.Sampler {
+				return vary(s, []float64{0, 0.9, 1}, func(c *flow.Sampler, v float64) { c.FinalJump = v })
+			})
+		},
+		t.decodeStage,
+		func() error { return t.integStage(refineOffsets) },
+		t.refineMargin,
+	}
+}
+
+// decodeStage tries the decodings of the incumbent's latents: edge rule
+// (undirected graphs) × edge margin, and, with TuneOptions.Constraints,
+// decoding under the rule's constraints (with fills for planarity).
+func (t *tuner) decodeStage() error {
+	base := t.best.Sampler
+	var cands []flow.Sampler
+	margins := []*float64{nil, ptrTo(0), ptrTo(0.5), ptrTo(1), ptrTo(1.25), ptrTo(1.5), ptrTo(2)}
+	rules := []string{"", "and", "mean"}
+	if t.o.Val[0].Directed() {
+		rules = []string{base.EdgeRule}
+	}
+	for _, rule := range rules {
+		for _, mg := range margins {
+			s := base
+			s.EdgeRule, s.EdgeMargin = rule, mg
+			cands = append(cands, s)
+		}
+	}
+	if cons := RuleConstraints(t.o.Rule); t.o.Constraints && cons != nil {
+		fills := []*float64{nil}
+		if slices.Contains(cons, "planar") {
+			fills = append(fills, ptrTo(-4), ptrTo(-8))
+		}
+		for _, f := range fills {
+			s := base
+			s.EdgeRule, s.EdgeMargin, s.Complete, s.Constraints, s.Fill = "", nil, nil, cons, f
+			cands = append(cands, s)
+		}
+	}
+	return t.try(cands)
+}
+
+// localDecode tries margins near the incumbent's after an integration
+// stage moved it: other latents often want another margin.
+func (t *tuner) localDecode() error {
+	base := t.best.Sampler
+	if len(base.Constraints) > 0 {
+		return nil
+	}
+	m0 := t.m.VAE.Cfg.EdgeMargin
+	if base.EdgeMargin != nil {
+		m0 = *base.EdgeMargin
+	}
+	var cands []flow.Sampler
+	for _, d := range []float64{-0.5, -0.25, 0.25, 0.5} {
+		if v := m0 + d; v >= 0 {
+			c := base
+			c.EdgeMargin = ptrTo(v)
+			cands = append(cands, c)
+		}
+	}
+	return t.try(cands)
+}
+
+// integStage tries the integration settings vary gives for the
+// incumbent's, then margins near the new incumbent's, if it moved.
+func (t *tuner) integStage(vary func(s flow.Sampler) []flow.Sampler) error {
+	before := t.best
+	if err := t.try(vary(t.best.Sampler)); err != nil {
+		return err
+	}
+	if t.best != before {
+		return t.localDecode()
+	}
+	return nil
+}
+
+// refineOffsets returns s with its offsets halfway to the neighbours the
+// offset stages tried.
+func refineOffsets(s flow.Sampler) []flow.Sampler {
+	var out []flow.Sampler
+	for _, d := range []float64{-0.0075, 0.0075} {
+		if v := s.Offsets.Step + d; v > -0.2 && v < 0.2 {
+			c := s
+			setStepOffset(&c, round4(v))
+			out = append(out, c)
+		}
+	}
+	for _, d := range []float64{-0.01, 0.01} {
+		if v := s.Offsets.Jump + d; v > -0.2 && v <= 0 {
+			c := s
+			setJumpOffset(&c, round4(v))
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// refineMargin tries the incumbent's margin ± 0.125.
+func (t *tuner) refineMargin() error {
+	s := t.best.Sampler
+	if s.EdgeMargin == nil {
+		return nil
+	}
+	var out []flow.Sampler
+	for _, d := range []float64{-0.125, 0.125} {
+		c := s
+		c.EdgeMargin = ptrTo(*s.EdgeMargin + d)
+		out = append(out, c)
+	}
+	return t.try(out)
 }
 
 // errBudget stops the search when the budget is spent.
@@ -324,12 +348,12 @@ func (t *tuner) eval(s flow.Sampler) (*TunePoint, error) {
 		}
 		began := time.Now()
 		var err error
-		zs, err = flow.SampleLatents(t.ctx, t.m, t.o.Samples, flow.WithSampler(integ), flow.WithSeed(t.o.Seed), flow.WithProgress(t.o.Hooks.bar("sampling")))
+		zs, err = flow.SampleLatents(t.ctx, t.m, t.o.Samples, flow.WithSampler(integ), flow.WithSeed(t.o.Seed), flow.WithProgress(t.o.Hooks.Stage("sampling")))
 		switch {
 		case err != nil && (t.ctx.Err() != nil || errors.Is(err, tensor.ErrDevice) || t.best == nil):
 			return nil, err
 		case err != nil: // a combination the sampler refuses
-			t.o.Hooks.log(fmt.Sprintf("     skipped [%s]: %v", describe(s), err))
+			t.o.Hooks.Say(fmt.Sprintf("     skipped [%s]: %v", describe(s), err))
 			t.seen[key] = nil
 			return nil, nil
 		}
@@ -351,7 +375,7 @@ func (t *tuner) eval(s flow.Sampler) (*TunePoint, error) {
 		p.Score = 100*f.VUN - t.o.MMDWeight*math.Log2(MMDRatio(f, t.points[0].Figures))
 	}
 	t.seen[key], t.points = p, append(t.points, p)
-	t.o.Hooks.log(fmt.Sprintf("%3d  score %6.1f  %s  [%s]  %s", len(t.points), p.Score, f, describe(s), time.Since(t.began).Round(time.Second)))
+	t.o.Hooks.Say(fmt.Sprintf("%3d  score %6.1f  %s  [%s]  %s", len(t.points), p.Score, f, describe(s), time.Since(t.began).Round(time.Second)))
 	return p, nil
 }
 

@@ -1,4 +1,4 @@
-package pipeline
+package bundle
 
 import (
 	"errors"
@@ -95,7 +95,7 @@ func labels(has bool) string {
 }
 
 // Sizes are the model sizes PlanFor scales to: "cpu" (two cores), "paper"
-// (the paper's widths, for a GPU) and "tiny" (tests).
+// (the paper's widths, for a GPU) and "tiny" (tests: a few steps).
 var Sizes = []string{"cpu", "paper", "tiny"}
 
 // MaxNodes is the largest graph each size trains on: the LG-VAE decoder
@@ -139,10 +139,10 @@ type Plan struct {
 func PlanFor(d DataFacts, size string, ntrain int) (*Plan, error) {
 	limit, ok := MaxNodes[size]
 	if !ok {
-		return nil, fmt.Errorf("pipeline: unknown preset %q (want cpu, paper or tiny)", size)
+		return nil, fmt.Errorf("bundle: unknown preset %q (want cpu, paper or tiny)", size)
 	}
 	if d.MaxNodes > limit {
-		return nil, fmt.Errorf("pipeline: the largest graph has %d nodes; the %s preset trains on graphs of at most %d", d.MaxNodes, size, limit)
+		return nil, fmt.Errorf("bundle: the largest graph has %d nodes; the %s preset trains on graphs of at most %d", d.MaxNodes, size, limit)
 	}
 	n := max(d.MaxNodes, 1)
 	labelled := d.NodeClasses > 0 || d.EdgeClasses > 1
@@ -186,8 +186,17 @@ func PlanFor(d DataFacts, size string, ntrain int) (*Plan, error) {
 	if err := fc.Validate(); err != nil {
 		return nil, err
 	}
-	return &Plan{Size: size, VAE: vae.Preset{Model: m, Train: t}, Flow: fc}, nil
+	p := &Plan{Size: size, VAE: vae.Preset{Model: m, Train: t}, Flow: fc}
+	if size == "tiny" {
+		p.SetVAESteps(tinySteps)
+		p.SetFlowSteps(tinySteps)
+	}
+	return p, nil
 }
+
+// tinySteps are the steps of each model of the tiny size: a run of
+// seconds, for tests.
+const tinySteps = 6
 
 // SetVAESteps sets the LG-VAE's steps and what follows from them: a
 // warmup of a tenth of them (at most the preset's), about ten validations

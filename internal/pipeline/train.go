@@ -10,6 +10,7 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph"
+	"lgflow/internal/progress"
 	"lgflow/vae"
 )
 
@@ -36,7 +37,7 @@ func Train(ctx context.Context, spec Spec, splits *Splits, o Options) (vaePath, 
 	train := splits.Train
 	if o.MaxTrain > 0 && o.MaxTrain < len(train) {
 		train = train[:o.MaxTrain]
-		o.Hooks.log(fmt.Sprintf("training on the first %d of %d training graphs", o.MaxTrain, len(splits.Train)))
+		o.Hooks.Say(fmt.Sprintf("training on the first %d of %d training graphs", o.MaxTrain, len(splits.Train)))
 	}
 
 	var ae *vae.Model
@@ -46,7 +47,7 @@ func Train(ctx context.Context, spec Spec, splits *Splits, o Options) (vaePath, 
 		if ae, err = vae.Load(vaePath); err != nil {
 			return "", "", err
 		}
-		o.Hooks.log("training LG-Flow in the latent space of " + vaePath)
+		o.Hooks.Say("training LG-Flow in the latent space of " + vaePath)
 	} else {
 		if ae, trainSet, err = trainVAE(ctx, spec, size, train, splits.Val, o); err != nil {
 			return "", "", err
@@ -54,7 +55,7 @@ func Train(ctx context.Context, spec Spec, splits *Splits, o Options) (vaePath, 
 		vaePath = filepath.Join(o.Out, "vae", vae.ModelFile)
 	}
 	if trainSet == nil {
-		if trainSet, err = vae.Prepare(ctx, train, ae.Cfg, o.Hooks.bar("eigenpairs (train)")); err != nil {
+		if trainSet, err = vae.Prepare(ctx, train, ae.Cfg, o.Hooks.Stage("eigenpairs (train)")); err != nil {
 			return "", "", err
 		}
 	}
@@ -67,12 +68,12 @@ func Train(ctx context.Context, spec Spec, splits *Splits, o Options) (vaePath, 
 	if o.FlowSteps > 0 {
 		cfg.Steps = o.FlowSteps
 	}
-	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 128, o.Hooks.bar("encoding latents"))
+	lat, err := flow.EncodeLatents(ctx, ae, trainSet, 128, o.Hooks.Stage("encoding latents"))
 	if err != nil {
 		return "", "", err
 	}
 	dir := filepath.Join(o.Out, "flow")
-	o.Hooks.log(fmt.Sprintf("training LG-Flow (%s preset, %d steps of batch %d%s; resumable: state in %s)",
+	o.Hooks.Say(fmt.Sprintf("training LG-Flow (%s preset, %d steps of batch %d%s; resumable: state in %s)",
 		size, cfg.Steps, cfg.BatchSize, budget(o.FlowTime), dir))
 	_, err = flow.Train(ctx, cfg, ae, trainSet, lat, flow.TrainOptions{Dir: dir, Resume: true, MaxDuration: o.FlowTime, LogEvery: 10,
 		Backend: o.Backend, Score: FlowScore(ctx, spec, splits), Progress: o.Hooks.Flow})
@@ -97,16 +98,16 @@ func trainVAE(ctx context.Context, spec Spec, size string, train, val []*graph.G
 	if o.VAESteps > 0 {
 		p.Train.Steps = o.VAESteps
 	}
-	trainSet, err := vae.Prepare(ctx, train, p.Model, o.Hooks.bar("eigenpairs (train)"))
+	trainSet, err := vae.Prepare(ctx, train, p.Model, o.Hooks.Stage("eigenpairs (train)"))
 	if err != nil {
 		return nil, nil, err
 	}
-	valSet, err := vae.Prepare(ctx, val, p.Model, o.Hooks.bar("eigenpairs (val)"))
+	valSet, err := vae.Prepare(ctx, val, p.Model, o.Hooks.Stage("eigenpairs (val)"))
 	if err != nil {
 		return nil, nil, err
 	}
 	dir := filepath.Join(o.Out, "vae")
-	o.Hooks.log(fmt.Sprintf("training LG-VAE (%s preset, %d steps of batch %d%s; resumable: state in %s)",
+	o.Hooks.Say(fmt.Sprintf("training LG-VAE (%s preset, %d steps of batch %d%s; resumable: state in %s)",
 		size, p.Train.Steps, p.Train.BatchSize, budget(o.VAETime), dir))
 	m, err := vae.Train(ctx, p.Model, p.Train, trainSet, valSet, vae.TrainOptions{Dir: dir, Resume: true, MaxDuration: o.VAETime,
 		LogEvery: 10, Backend: o.Backend, Progress: o.Hooks.VAE})
@@ -147,7 +148,7 @@ func FlowScore(ctx context.Context, spec Spec, splits *Splits) func([]*graph.Gra
 	ref := splits.Val
 	base := splits.Train[max(0, len(splits.Train)-len(ref)):]
 	return func(gs []*graph.Graph) float64 {
-		r, err := Evaluate(ctx, spec, gs, ref, base, Hooks{})
+		r, err := Evaluate(ctx, spec, gs, ref, base, progress.Hooks{})
 		if err != nil || r.Ratio == nil {
 			return -1e300
 		}
