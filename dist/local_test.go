@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"lgflow/dist"
-	"lgflow/dist/internal/mpitest"
 	"lgflow/dist/mpi"
+	"lgflow/internal/mpitest"
 )
 
 func TestMain(m *testing.M) {

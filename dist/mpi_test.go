@@ -10,8 +10,8 @@ import (
 
 	"lgflow/autograd"
 	"lgflow/dist"
-	"lgflow/dist/internal/mpitest"
 	"lgflow/dist/mpi"
+	"lgflow/internal/mpitest"
 	"lgflow/nn"
 	"lgflow/tensor"
 	"lgflow/trainer"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lgflow/autograd"
+	"lgflow/dist"
 	"lgflow/dit"
 	"lgflow/graph"
 	"lgflow/nn"
@@ -186,6 +187,18 @@ type TrainOptions struct {
 	// are assembled on the CPU and uploaded; validation sampling, the EMA
 	// model that Train returns, and the files it writes are on the CPU.
 	Backend tensor.Backend
+	// Comm, when it has more than one rank (under mpirun, dist.Open),
+	// trains data parallel: Config.BatchSize stays the global batch, each
+	// step's batch, noise, times and conditions are drawn in full as in one
+	// process on every rank, each rank computes the loss of its
+	// contiguous share of the batch (trainer.Share; the loss weights are
+	// the whole batch's, so the shares' losses sum to the batch's), and
+	// the gradients are summed, so every rank takes the step one process
+	// would (up to float summation order). Every rank starts from rank 0's
+	// state; rank 0 alone validates, reports Progress and writes Dir. The
+	// decoder loss (Config.DecoderWeight) is not supported. Nil:
+	// dist.Local(), one process.
+	Comm dist.Comm
 }
 
 // nodeCountHistogram returns counts[n] = number of graphs with n nodes.
@@ -336,6 +349,31 @@ func prepareBatch(cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *preparedB
 	return &preparedBatch{xt: xt, mask: mask, target: x0, w: w, t: t}
 }
 
+// share returns the part of p that holds sets lo..hi-1 of its batch (the
+// share of one rank in data-parallel training, trainer.Share): its rows of
+// the latents, targets, weights, times and condition (of condDim values
+// per set). The weights are the whole batch's, so the shares' losses sum
+// to the batch's. The decoder term's parts are not cut (Train refuses it
+// with more than one rank).
+func (p *preparedBatch) share(lo, hi, condDim int) *preparedBatch {
+	cut := func(t *tensor.Tensor) *tensor.Tensor { return t.Slice(0, lo, hi).Clone() }
+	q := &preparedBatch{xt: cut(p.xt), mask: cut(p.mask), target: cut(p.target), w: cut(p.w), t: slices.Clone(p.t[lo:hi])}
+	if c := p.cond; c != nil {
+		qc := &dit.Cond{}
+		if c.Class != nil {
+			qc.Class = slices.Clone(c.Class[lo:hi])
+		}
+		if c.Vec != nil {
+			qc.Vec = slices.Clone(c.Vec[lo*condDim : hi*condDim])
+		}
+		if c.Drop != nil {
+			qc.Drop = slices.Clone(c.Drop[lo:hi])
+		}
+		q.cond = qc
+	}
+	return q
+}
+
 // loss runs net on the prepared batch (brought to the network's backend)
 // under its condition and returns the weighted squared error, drawing the
 // self-conditioning decision from r after prepareBatch's draws; with dec,
@@ -375,7 +413,7 @@ func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *t
 // resumed run continues bit for bit.
 func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions) (_ *Model, err error) {
 	defer tensor.CatchDeviceError(&err)
-	schema, err := checkTrainArgs(cfg, ae, train, lat)
+	schema, err := checkTrainArgs(cfg, ae, train, lat, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -387,11 +425,24 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 	if err != nil {
 		return nil, err
 	}
+	if trainer.Distributed(r.comm) {
+		// Every rank starts from rank 0's weights, optimiser, EMA, latent
+		// scale and run state.
+		if err := trainer.BroadcastState(r.comm, r.net, r.opt, r.ema.Weights(), &state); err != nil {
+			return nil, fmt.Errorf("flow: %w", err)
+		}
+		scale := []float64{r.m.Scale}
+		if err := r.comm.Broadcast64(scale, 0); err != nil {
+			return nil, fmt.Errorf("flow: broadcasting the latent scale: %w", err)
+		}
+		r.m.Scale = scale[0]
+	}
 	r.meta[metaScale] = fmt.Sprint(r.m.Scale)
 	if r.dec, err = newDecoderTerm(cfg, ae, r.m); err != nil {
 		return nil, err
 	}
 	r.stepper = trainer.NewStepper(r.params, r.opt, 0)
+	r.stepper.Comm = r.comm
 	state, err = trainer.Run(ctx, state, r.loop())
 	return r.finish(ctx, state, err)
 }
@@ -399,7 +450,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 // checkTrainArgs rejects the configuration, autoencoder and training set
 // that Train cannot run with, before anything is built, and returns the
 // conditions' schema (nil: unconditional).
-func checkTrainArgs(cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents) (*Condition, error) {
+func checkTrainArgs(cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions) (*Condition, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -419,6 +470,14 @@ func checkTrainArgs(cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents)
 	if err := checkSchema(schema, cfg.DiT); err != nil {
 		return nil, fmt.Errorf("flow: %w", err)
 	}
+	if c := opts.Comm; trainer.Distributed(c) {
+		if cfg.BatchSize < c.Size() {
+			return nil, fmt.Errorf("flow: a batch of %d graphs cannot be split over %d ranks", cfg.BatchSize, c.Size())
+		}
+		if cfg.DecoderWeight != 0 {
+			return nil, fmt.Errorf("flow: the decoder loss (decoder_weight %g) is not supported in data-parallel training", cfg.DecoderWeight)
+		}
+	}
 	return schema, nil
 }
 
@@ -429,6 +488,7 @@ type trainRun struct {
 	opts  TrainOptions
 	train *vae.Dataset
 	lat   *Latents
+	comm  dist.Comm // opts.Comm, or dist.Local()
 
 	// m is the model being trained: its latent scale, node counts and
 	// conditions; its Net is set when the run ends.
@@ -473,7 +533,10 @@ func newTrainRun(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Data
 	if err := trainer.Flatten(net); err != nil {
 		return nil, fmt.Errorf("flow: %w", err)
 	}
-	r := &trainRun{cfg: cfg, opts: opts, train: train, lat: lat, net: net, params: trainer.OptimParams(net), sampledStep: -1}
+	r := &trainRun{cfg: cfg, opts: opts, train: train, lat: lat, comm: opts.Comm, net: net, params: trainer.OptimParams(net), sampledStep: -1}
+	if r.comm == nil {
+		r.comm = dist.Local()
+	}
 	if r.opt, err = optim.NewAdamW(r.params, optim.AdamWConfig{LR: cfg.LR, Beta1: cfg.Beta1, Beta2: cfg.Beta2, Eps: 1e-8, WeightDecay: cfg.WeightDecay}); err != nil {
 		return nil, err
 	}
@@ -550,7 +613,7 @@ func (r *trainRun) loop() trainer.Loop {
 	l := trainer.Loop{
 		Seed: cfg.Seed, BatchSeed: cfg.Seed ^ 0xf10f10, N: len(r.train.Graphs), BatchSize: cfg.BatchSize,
 		Steps: cfg.Steps, ValEvery: cfg.ValEvery, CheckpointEvery: cfg.CheckpointEvery, LogEvery: opts.LogEvery,
-		MaxDuration: opts.MaxDuration, TiesToLater: true, Sizes: nodeCountsIf(cfg.BucketBySize, r.lat),
+		MaxDuration: opts.MaxDuration, TiesToLater: true, Sizes: nodeCountsIf(cfg.BucketBySize, r.lat), Comm: r.comm,
 		Prepare:    r.prepare,
 		Checkpoint: r.checkpoint,
 		Progress:   r.progress,
@@ -575,6 +638,10 @@ func (r *trainRun) prepare(step int, batch []int, rng *tensor.RNG) func() error 
 	}
 	if lat.Cond != nil {
 		pb.cond = lat.Cond.batch(batch, cfg.condDrop(), rng)
+	}
+	if trainer.Distributed(r.comm) {
+		lo, hi := trainer.Share(len(batch), r.comm.Rank(), r.comm.Size())
+		pb = pb.share(lo, hi, cfg.DiT.CondDim)
 	}
 	return func() error {
 		r.opt.SetLR(r.schedule.LR(step + 1))
@@ -618,20 +685,23 @@ func (r *trainRun) checkpoint(st trainer.RunState) error {
 	if err := r.stepper.Check(); err != nil || r.statePath == "" {
 		return err
 	}
-	if err := trainer.SaveState(r.statePath, r.net, r.opt, st.Step, st.Meta(r.meta), r.ema.Weights()); err != nil {
-		return err
-	}
-	s, err := r.emaModel(st.Step)
-	if err != nil {
-		return err
-	}
-	return s.Save(filepath.Join(r.opts.Dir, LastFile), map[string]string{"step": fmt.Sprint(st.Step)})
+	_, err := trainer.OnRoot(r.comm, func() ([]byte, error) {
+		if err := trainer.SaveState(r.statePath, r.net, r.opt, st.Step, st.Meta(r.meta), r.ema.Weights()); err != nil {
+			return nil, err
+		}
+		s, err := r.emaModel(st.Step)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.Save(filepath.Join(r.opts.Dir, LastFile), map[string]string{"step": fmt.Sprint(st.Step)})
+	})
+	return err
 }
 
 // progress reports s to TrainOptions.Progress with the latest step's loss
 // and the latest validation score.
 func (r *trainRun) progress(s trainer.Status) {
-	if r.opts.Progress == nil {
+	if r.opts.Progress == nil || r.comm.Rank() != 0 {
 		return
 	}
 	p := Progress{Step: s.Step, Steps: s.Steps, Loss: r.stepper.Loss(), Score: math.NaN(), BestScore: math.Inf(-1),
@@ -651,15 +721,26 @@ func (r *trainRun) validate(ctx context.Context, step int) (trainer.Score, error
 	if err := r.stepper.Check(); err != nil {
 		return trainer.Score{}, err
 	}
-	s, err := r.emaModel(step)
+	// Rank 0 validates; every rank gets its score.
+	data, err := trainer.OnRoot(r.comm, func() ([]byte, error) {
+		s, err := r.emaModel(step)
+		if err != nil {
+			return nil, err
+		}
+		gs, err := Sample(ctx, s, r.cfg.ValSamples, WithSeed(r.cfg.Seed+uint64(step)), WithSettings(func(s *Sampler) { s.Steps = r.cfg.ValSteps }))
+		if err != nil {
+			return nil, err
+		}
+		return []byte(strconv.FormatFloat(r.opts.Score(gs), 'g', -1, 64)), nil
+	})
 	if err != nil {
 		return trainer.Score{}, err
 	}
-	gs, err := Sample(ctx, s, r.cfg.ValSamples, WithSeed(r.cfg.Seed+uint64(step)), WithSettings(func(s *Sampler) { s.Steps = r.cfg.ValSteps }))
+	v, err := strconv.ParseFloat(string(data), 64)
 	if err != nil {
-		return trainer.Score{}, err
+		return trainer.Score{}, fmt.Errorf("flow: the validation score from rank 0: %w", err)
 	}
-	return trainer.Score{Value: r.opts.Score(gs)}, nil
+	return trainer.Score{Value: v}, nil
 }
 
 // saveBest writes the model just validated, scored sc at step, as the
@@ -668,11 +749,14 @@ func (r *trainRun) saveBest(step int, sc trainer.Score) error {
 	if r.modelPath == "" {
 		return nil
 	}
-	s, err := r.emaModel(step)
-	if err != nil {
-		return err
-	}
-	return s.Save(r.modelPath, map[string]string{"val_score": fmt.Sprint(sc.Value), "step": fmt.Sprint(step)})
+	_, err := trainer.OnRoot(r.comm, func() ([]byte, error) {
+		s, err := r.emaModel(step)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.Save(r.modelPath, map[string]string{"val_score": fmt.Sprint(sc.Value), "step": fmt.Sprint(step)})
+	})
+	return err
 }
 
 // finish ends the run that trainer.Run left at run with err: it returns
@@ -692,7 +776,9 @@ func (r *trainRun) finish(ctx context.Context, run trainer.RunState, err error) 
 	}
 	m.Net = s.Net
 	if r.modelPath != "" && (!r.validating() || run.Best == nil) {
-		if err := m.Save(r.modelPath, map[string]string{"step": fmt.Sprint(run.Step)}); err != nil {
+		if _, err := trainer.OnRoot(r.comm, func() ([]byte, error) {
+			return nil, m.Save(r.modelPath, map[string]string{"step": fmt.Sprint(run.Step)})
+		}); err != nil {
 			return m, err
 		}
 	}

@@ -189,3 +189,12 @@ func (c *NonFiniteCheck) Read() bool {
 	}
 	return bad
 }
+
+// GradRuns calls fn for each run of parameters with non-nil, adjacent
+// gradients, with the run's gradients as one contiguous 1-D tensor (or, for
+// a run of one, the gradient itself), in memory order. For a flattened
+// module (nn.Flatten) these are the flat gradient buffers: one or two
+// tensors that a data-parallel step sums over its processes in place.
+func GradRuns(params []Param, fn func(g *tensor.Tensor)) {
+	gradRuns(params, fn)
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"lgflow/dist"
 	"lgflow/tensor"
 )
 
@@ -191,6 +192,13 @@ type Loop struct {
 	// MaxDuration stops the run (after a checkpoint) once exceeded; 0 is no
 	// limit.
 	MaxDuration time.Duration
+	// Comm, when it has more than one rank, runs the loop data parallel:
+	// every rank runs it on every step's global batch (Step splits it,
+	// Share), and the ranks agree at every step whether to stop (a
+	// cancelled context or MaxDuration on any rank stops all of them at
+	// the same step). The loop's functions run on every rank; they leave
+	// validation and writing to rank 0 (OnRoot).
+	Comm dist.Comm
 	// TiesToLater makes a validation score equal to the best one the new
 	// best (the later model); otherwise the earlier one stays.
 	TiesToLater bool
@@ -220,6 +228,22 @@ type Loop struct {
 	// Progress, if not nil, is called every LogEvery steps, after each
 	// validation and after the last step.
 	Progress func(Status)
+}
+
+// agreeStop returns, on every rank of c, whether any rank was cancelled
+// or ran out of time.
+func agreeStop(c dist.Comm, cancelled, overtime bool) (bool, bool, error) {
+	flag := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	buf := []float64{flag(cancelled), flag(overtime)}
+	if err := c.AllReduceSum64(buf); err != nil {
+		return false, false, fmt.Errorf("trainer: agreeing on the next step with %d ranks: %w", c.Size(), err)
+	}
+	return buf[0] > 0, buf[1] > 0, nil
 }
 
 // Run trains from st (the zero RunState for a new run, or the one a
@@ -286,10 +310,21 @@ func Run(ctx context.Context, st RunState, l Loop) (RunState, error) {
 	clock := NewClock(st.Step)
 	var last *Score
 	for st.Step < l.Steps {
-		if err := ctx.Err(); err != nil {
+		cancelled, overtime := ctx.Err() != nil, l.MaxDuration > 0 && clock.Elapsed() > l.MaxDuration
+		if Distributed(l.Comm) {
+			var err error
+			if cancelled, overtime, err = agreeStop(l.Comm, cancelled, overtime); err != nil {
+				return st, err
+			}
+		}
+		if cancelled {
+			err := ctx.Err()
+			if err == nil {
+				err = errors.New("trainer: another rank was cancelled")
+			}
 			return st, errors.Join(err, checkpoint())
 		}
-		if l.MaxDuration > 0 && clock.Elapsed() > l.MaxDuration {
+		if overtime {
 			break
 		}
 		var err error

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"lgflow/autograd"
+	"lgflow/dist"
 	"lgflow/nn"
 	"lgflow/optim"
 	"lgflow/safetensors"
@@ -259,6 +260,15 @@ type Stepper struct {
 	// finiteness flag (0: DefaultCheckEvery).
 	CheckEvery int
 
+	// Comm, when it has more than one rank, makes every step data
+	// parallel: each rank back-propagates the loss of its share of the
+	// batch (scaled so that the ranks' losses sum to the batch's loss),
+	// and the losses and gradients are summed over the ranks after
+	// Backward, before the finiteness checks, clipping and the update, so
+	// every rank takes the same decision and the same step (see
+	// distStep). Nil or one rank: single-process steps.
+	Comm dist.Comm
+
 	check   optim.NonFiniteCheck
 	pending int            // device steps since the flag was last read
 	loss    *tensor.Tensor // device copy of the latest loss
@@ -280,6 +290,16 @@ func NewStepper(params []optim.Param, opt *optim.AdamW, clip float64) *Stepper {
 // another backend it queues the checks and returns the error of a flag
 // read when one is due. The tape is released on every path.
 func (s *Stepper) Step(tp *autograd.Tape, loss *autograd.Var) error {
+	return s.StepWith(tp, loss, nil)
+}
+
+// StepWith is Step that, in data-parallel training (Comm), also sums
+// extra (the loss terms a loop logs, each this rank's share) over the
+// ranks in place, with the loss. Without Comm extra is left as it is.
+func (s *Stepper) StepWith(tp *autograd.Tape, loss *autograd.Var, extra []float64) error {
+	if Distributed(s.Comm) {
+		return s.distStep(tp, loss, extra)
+	}
 	if loss.Value.Backend() == tensor.CPU {
 		v, err := Step(tp, loss, s.params, s.opt, s.clip)
 		s.host, s.loss = v, nil
@@ -312,6 +332,43 @@ func (s *Stepper) Step(tp *autograd.Tape, loss *autograd.Var) error {
 		return s.Check()
 	}
 	return nil
+}
+
+// distStep is Step with Comm's ranks: the loss (and extra) are summed
+// over the ranks first, so that a non-finite loss on any rank stops every
+// rank; then the gradients, after Backward and before the finiteness
+// check, clipping and the update. It waits for the device at every step.
+func (s *Stepper) distStep(tp *autograd.Tape, loss *autograd.Var, extra []float64) error {
+	if loss.Size() != 1 {
+		tp.Release()
+		return fmt.Errorf("trainer: loss has shape %v, want one element", loss.Shape())
+	}
+	buf := append([]float64{loss.Value.Item()}, extra...)
+	if err := s.Comm.AllReduceSum64(buf); err != nil {
+		tp.Release()
+		return fmt.Errorf("trainer: summing the loss over %d ranks: %w", s.Comm.Size(), err)
+	}
+	copy(extra, buf[1:])
+	v := buf[0]
+	s.host, s.loss = v, nil
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		tp.Release()
+		return fmt.Errorf("loss (summed over %d ranks) is %v", s.Comm.Size(), v)
+	}
+	ZeroGrad(s.params)
+	tp.Backward(loss)
+	tp.Release()
+	if err := AllReduceGrads(s.Comm, s.params); err != nil {
+		return err
+	}
+	if err := optim.CheckFinite(s.params); err != nil {
+		return err
+	}
+	if s.clip > 0 {
+		optim.ClipGradNorm(s.params, s.clip)
+	}
+	s.opt.Step()
+	return checkWeights(s.params, s.opt)
 }
 
 // Check flags the weights, reads the device-side finiteness flag (waiting

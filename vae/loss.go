@@ -78,7 +78,61 @@ type runSettings struct {
 	// perturb replaces the frozen encoder's latents before decoding in
 	// training.
 	perturb LatentPerturbation
+	// share, when not nil, makes the batch one rank's share of a step's
+	// batch in data-parallel training.
+	share *share
 }
+
+// share describes the part of a step's global batch that one rank of a
+// data-parallel run computes: the batch's graphs lo to hi-1. The step's
+// random draws are those of the whole batch (drawn in full on every rank
+// and cut to the share), and each loss term is scaled by the share of its
+// denominator (pairs or nodes), so that the ranks' losses, and so their
+// gradients, sum to those of one process on the whole batch.
+type share struct {
+	feats  []*Features // the whole batch's features
+	nodes  int         // the whole batch's node count
+	nodeLo int         // the share's first node in the whole batch
+	// The share's fractions of the whole batch's ordered pairs and nodes.
+	pairFrac, nodeFrac float64
+}
+
+// newShare returns the share of graphs [lo, hi) of the batch gs (with
+// features feats).
+func newShare(gs []*graph.Graph, feats []*Features, lo, hi int) *share {
+	sh := &share{feats: feats}
+	var pairs, nodes, myPairs, myNodes float64
+	for i, g := range gs {
+		n := g.N()
+		p := float64(n * (n - 1))
+		if i == lo {
+			sh.nodeLo = int(nodes)
+		}
+		pairs, nodes = pairs+p, nodes+float64(n)
+		if i >= lo && i < hi {
+			myPairs, myNodes = myPairs+p, myNodes+float64(n)
+		}
+	}
+	sh.nodes = int(nodes)
+	if pairs > 0 {
+		sh.pairFrac = myPairs / pairs
+	}
+	if nodes > 0 {
+		sh.nodeFrac = myNodes / nodes
+	}
+	return sh
+}
+
+// scale returns v multiplied by frac, or v itself without a share.
+func (sh *share) scale(tp *autograd.Tape, v *autograd.Var, frac func(*share) float64) *autograd.Var {
+	if sh == nil {
+		return v
+	}
+	return tp.MulScalar(v, frac(sh))
+}
+
+func pairFrac(sh *share) float64 { return sh.pairFrac }
+func nodeFrac(sh *share) float64 { return sh.nodeFrac }
 
 // objective is Objective with a training run's settings, returning the
 // error of a latent perturbation instead of panicking.
@@ -91,7 +145,7 @@ func (m *Model) objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 		mu, logvar = autograd.NewConst(mu0.Value.Clone()), autograd.NewConst(lv0.Value.Clone())
 		ng.Release()
 	} else {
-		mu, logvar = m.Encode(tp, b, feats, mode, r)
+		mu, logvar = m.encode(tp, b, feats, mode, r, run.share)
 	}
 	var dec *Decoded
 	if mode == Training && run.perturb != nil {
@@ -106,7 +160,7 @@ func (m *Model) objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 	} else {
 		z := mu
 		if mode == Training {
-			z = Reparameterize(tp, mu, logvar, r)
+			z = reparameterize(tp, mu, logvar, r, run.share)
 			if m.Cfg.LatentNoise > 0 {
 				noise := m.latentNoise(mu.Value, b, r).On(m.backend())
 				z = tp.Add(z, autograd.NewConst(noise))
@@ -115,13 +169,15 @@ func (m *Model) objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 		dec = m.DecodeDense(tp, Pad(tp, z, b), sizes(b))
 	}
 	le, ln := m.reconstruction(tp, dec, b)
+	le = run.share.scale(tp, le, pairFrac)
 	total := le
 	loss := &Loss{Edge: le.Value.Item()}
 	if ln != nil {
+		ln = run.share.scale(tp, ln, nodeFrac)
 		loss.Node = ln.Value.Item()
 		total = tp.Add(total, ln)
 	}
-	kl := tp.GaussianKL(mu, logvar)
+	kl := run.share.scale(tp, tp.GaussianKL(mu, logvar), nodeFrac)
 	loss.KL = kl.Value.Item()
 	if m.Cfg.KLWeight != 0 {
 		total = tp.Add(total, tp.MulScalar(kl, m.Cfg.KLWeight))

@@ -288,6 +288,13 @@ func featureHash(f *Features) uint64 {
 // concatenated node order. r supplies the Training randomness (sign flips,
 // orbit noise); it may be nil for Eval.
 func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mode Mode, r *tensor.RNG) (mu, logvar *autograd.Var) {
+	return m.encode(tp, b, feats, mode, r, nil)
+}
+
+// encode is Encode of b, which is sh's share of a larger batch when sh is
+// not nil: the encoder's random draws are then those of the whole batch,
+// drawn in full and cut to the share's nodes.
+func (m *Model) encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mode Mode, r *tensor.RNG, sh *share) (mu, logvar *autograd.Var) {
 	if len(feats) != b.Len() {
 		panic(fmt.Sprintf("vae.Encode: %d feature sets for %d graphs", len(feats), b.Len()))
 	}
@@ -295,7 +302,14 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mod
 		r = tensor.NewRNG(0)
 	}
 	nodes, K := b.NumNodes(), m.Cfg.K
-	vecT, valsT, slotT := m.encoderInput(feats, nodes, mode, r)
+	var vecT, valsT, slotT *tensor.Tensor
+	if sh == nil {
+		vecT, valsT, slotT = m.encoderInput(feats, nodes, mode, r)
+	} else {
+		vecT, valsT, slotT = m.encoderInput(sh.feats, sh.nodes, mode, r)
+		lo, hi := sh.nodeLo, sh.nodeLo+nodes
+		vecT, valsT, slotT = vecT.Slice(0, lo, hi).Clone(), valsT.Slice(0, lo, hi).Clone(), slotT.Slice(0, lo*K, hi*K).Clone()
+	}
 	be := m.backend()
 	vecT, valsT, slotT = vecT.On(be), valsT.On(be), slotT.On(be)
 	lam := tp.Add(autograd.NewConst(valsT), tp.Reshape(m.eps, 1, K, 1))
@@ -379,7 +393,20 @@ func (m *Model) Encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mod
 // Reparameterize returns mu + exp(logvar/2) * noise with noise ~ N(0, I)
 // drawn from r.
 func Reparameterize(tp *autograd.Tape, mu, logvar *autograd.Var, r *tensor.RNG) *autograd.Var {
-	noise := tensor.RandN(r, mu.DType(), mu.Shape()...).On(mu.Value.Backend())
+	return reparameterize(tp, mu, logvar, r, nil)
+}
+
+// reparameterize is Reparameterize of sh's share of a larger batch (when
+// sh is not nil): the noise of the whole batch is drawn and cut to the
+// share's rows.
+func reparameterize(tp *autograd.Tape, mu, logvar *autograd.Var, r *tensor.RNG, sh *share) *autograd.Var {
+	var noise *tensor.Tensor
+	if sh == nil {
+		noise = tensor.RandN(r, mu.DType(), mu.Shape()...)
+	} else {
+		noise = tensor.RandN(r, mu.DType(), sh.nodes, mu.Dim(1)).Slice(0, sh.nodeLo, sh.nodeLo+mu.Dim(0)).Clone()
+	}
+	noise = noise.On(mu.Value.Backend())
 	std := tp.Exp(tp.MulScalar(logvar, 0.5))
 	return tp.Add(mu, tp.Mul(std, autograd.NewConst(noise)))
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"lgflow/autograd"
+	"lgflow/dist"
 	"lgflow/graph"
 	"lgflow/nn"
 	"lgflow/optim"
@@ -78,6 +79,15 @@ type TrainOptions struct {
 	// BatchNorm (running statistics outside the parameters) train on the
 	// CPU only; GraphNorm runs on every backend.
 	Backend tensor.Backend
+	// Comm, when it has more than one rank (under mpirun, dist.Open),
+	// trains data parallel: TrainConfig.BatchSize stays the global batch,
+	// each step's batch is chosen as in one process and split into
+	// contiguous shares (trainer.Share), and the ranks' gradients are
+	// summed so that every rank takes the step one process would take on
+	// the whole batch (up to float summation order). Every rank starts
+	// from rank 0's state; rank 0 alone validates, reports Progress and
+	// writes Dir. Nil: dist.Local(), one process.
+	Comm dist.Comm
 }
 
 // LatentPerturbation maps padded latents z (B, N, Latent) of graphs with
@@ -110,6 +120,9 @@ func Train(ctx context.Context, cfg Config, tc TrainConfig, train, val *Dataset,
 	if err != nil {
 		return nil, err
 	}
+	if err := trainer.BroadcastState(r.comm, r.m, r.opt, nil, &state); err != nil {
+		return nil, fmt.Errorf("vae: %w", err)
+	}
 	_, err = trainer.Run(ctx, state, r.loop())
 	return r.finish(ctx, err)
 }
@@ -126,6 +139,14 @@ func checkTrainArgs(tc TrainConfig, train *Dataset, opts TrainOptions) error {
 	if opts.FreezeEncoder && opts.Init == nil && !opts.Resume {
 		return errors.New("vae: FreezeEncoder needs trained weights (Init or Resume)")
 	}
+	if c := opts.Comm; trainer.Distributed(c) {
+		if tc.BatchSize < c.Size() {
+			return fmt.Errorf("vae: a batch of %d graphs cannot be split over %d ranks", tc.BatchSize, c.Size())
+		}
+		if opts.Perturb != nil {
+			return errors.New("vae: Perturb is not supported in data-parallel training")
+		}
+	}
 	if opts.ValNoise < 0 || math.IsNaN(opts.ValNoise) || math.IsInf(opts.ValNoise, 0) {
 		return fmt.Errorf("vae: ValNoise must be finite and >= 0, got %v", opts.ValNoise)
 	}
@@ -140,6 +161,7 @@ type trainRun struct {
 	tc         TrainConfig
 	opts       TrainOptions
 	train, val *Dataset
+	comm       dist.Comm // opts.Comm, or dist.Local()
 
 	m        *Model
 	settings runSettings
@@ -169,12 +191,24 @@ func newTrainRun(cfg Config, tc TrainConfig, train, val *Dataset, opts TrainOpti
 		return nil, err
 	}
 	r := &trainRun{
-		cfg: cfg, tc: tc, opts: opts, train: train, val: val, m: m,
+		cfg: cfg, tc: tc, opts: opts, train: train, val: val, m: m, comm: opts.Comm,
 		settings: runSettings{frozenEncoder: opts.FreezeEncoder, perturb: opts.Perturb},
 		last:     &Loss{},
 	}
 	if opts.Perturb != nil && !opts.FreezeEncoder {
 		return nil, errors.New("vae: Perturb needs FreezeEncoder")
+	}
+	if r.comm == nil {
+		r.comm = dist.Local()
+	}
+	if trainer.Distributed(r.comm) {
+		// Statistics over a whole batch would differ between its shares.
+		if cfg.Norm == BatchNorm {
+			return nil, errors.New("vae: BatchNorm is not supported in data-parallel training (use GraphNorm)")
+		}
+		if cfg.LatentNoise > 0 {
+			return nil, errors.New("vae: LatentNoise is not supported in data-parallel training")
+		}
 	}
 	r.onDevice = opts.Backend != nil && opts.Backend != tensor.CPU
 	if r.onDevice {
@@ -201,6 +235,7 @@ func newTrainRun(cfg Config, tc TrainConfig, train, val *Dataset, opts TrainOpti
 		}
 	}
 	r.stepper = trainer.NewStepper(r.params, r.opt, tc.ClipNorm)
+	r.stepper.Comm = r.comm
 	return r, nil
 }
 
@@ -266,7 +301,7 @@ func (r *trainRun) loop() trainer.Loop {
 	l := trainer.Loop{
 		Seed: tc.Seed, BatchSeed: tc.Seed ^ 0xa5a5a5a5, N: len(r.train.Graphs), BatchSize: tc.BatchSize,
 		Steps: tc.Steps, ValEvery: tc.ValEvery, CheckpointEvery: tc.CheckpointEvery, LogEvery: opts.LogEvery,
-		MaxDuration: opts.MaxDuration, Sizes: sizesIf(tc.BucketBySize, r.train.Graphs),
+		MaxDuration: opts.MaxDuration, Sizes: sizesIf(tc.BucketBySize, r.train.Graphs), Comm: r.comm,
 		Step:       r.step,
 		Checkpoint: r.checkpoint,
 		Progress:   r.progress,
@@ -284,14 +319,23 @@ func (r *trainRun) step(step int, batch []int, rng *tensor.RNG) error {
 	r.lr = r.sched.LR(step + 1)
 	r.opt.SetLR(r.lr)
 	sub := r.train.Subset(batch)
+	settings := r.settings
+	if trainer.Distributed(r.comm) {
+		lo, hi := trainer.Share(len(batch), r.comm.Rank(), r.comm.Size())
+		settings.share = newShare(sub.Graphs, sub.Features, lo, hi)
+		sub = &Dataset{Graphs: sub.Graphs[lo:hi], Features: sub.Features[lo:hi]}
+	}
 	tp := autograd.NewTape()
-	loss, _, err := r.m.objective(tp, graph.NewBatch(sub.Graphs), sub.Features, Training, rng, r.settings)
+	loss, _, err := r.m.objective(tp, graph.NewBatch(sub.Graphs), sub.Features, Training, rng, settings)
 	if err != nil {
 		tp.Release()
 		return err
 	}
 	r.last = loss
-	if err := r.stepper.Step(tp, loss.Total); err != nil {
+	terms := []float64{loss.Edge, loss.Node, loss.KL}
+	err = r.stepper.StepWith(tp, loss.Total, terms)
+	loss.Edge, loss.Node, loss.KL = terms[0], terms[1], terms[2]
+	if err != nil {
 		return fmt.Errorf("edge %v, node %v, kl %v: %w", loss.Edge, loss.Node, loss.KL, err)
 	}
 	return nil
@@ -303,13 +347,16 @@ func (r *trainRun) checkpoint(st trainer.RunState) error {
 	if err := r.stepper.Check(); err != nil || r.statePath == "" {
 		return err
 	}
-	return trainer.SaveState(r.statePath, r.m, r.opt, st.Step, st.Meta(r.meta), nil)
+	_, err := trainer.OnRoot(r.comm, func() ([]byte, error) {
+		return nil, trainer.SaveState(r.statePath, r.m, r.opt, st.Step, st.Meta(r.meta), nil)
+	})
+	return err
 }
 
 // progress reports s to TrainOptions.Progress with the latest step's loss
 // and the latest validation.
 func (r *trainRun) progress(s trainer.Status) {
-	if r.opts.Progress == nil {
+	if r.opts.Progress == nil || r.comm.Rank() != 0 {
 		return
 	}
 	best := -1.0
@@ -329,6 +376,24 @@ func (r *trainRun) validate(ctx context.Context, step int) (trainer.Score, error
 	if err := r.stepper.Check(); err != nil {
 		return trainer.Score{}, err
 	}
+	if !trainer.Distributed(r.comm) {
+		return r.validateHere(ctx)
+	}
+	// Rank 0 validates; every rank gets its score.
+	data, err := trainer.OnRoot(r.comm, func() ([]byte, error) {
+		s, err := r.validateHere(ctx)
+		return []byte(trainer.MarshalMeta(s)), err
+	})
+	if err != nil {
+		return trainer.Score{}, err
+	}
+	var s trainer.Score
+	err = trainer.UnmarshalMeta(map[string]string{"score": string(data)}, "score", &s)
+	return s, err
+}
+
+// validateHere is validate on this process.
+func (r *trainRun) validateHere(ctx context.Context) (trainer.Score, error) {
 	var err error
 	if r.hm, err = r.host(); err != nil {
 		return trainer.Score{}, err
@@ -355,7 +420,10 @@ func (r *trainRun) saveBest(step int, s trainer.Score) error {
 	if r.modelPath == "" {
 		return nil
 	}
-	return r.hm.Save(r.modelPath, map[string]string{"val_sample_acc": fmt.Sprint(s.Value), "val_edge_acc": fmt.Sprint(s.TieBreak), "step": fmt.Sprint(step)})
+	_, err := trainer.OnRoot(r.comm, func() ([]byte, error) {
+		return nil, r.hm.Save(r.modelPath, map[string]string{"val_sample_acc": fmt.Sprint(s.Value), "val_edge_acc": fmt.Sprint(s.TieBreak), "step": fmt.Sprint(step)})
+	})
+	return err
 }
 
 // host returns the trained model itself on the CPU, or a CPU copy of it in
@@ -383,9 +451,12 @@ func (r *trainRun) finish(ctx context.Context, err error) (*Model, error) {
 		return r.m, errors.Join(err, herr)
 	}
 	if err == nil && r.modelPath != "" && !r.validating() {
-		if err = h.RecalibrateBatchNorm(ctx, r.train, r.tc.BatchSize, recalibrateBatches); err == nil {
-			err = h.Save(r.modelPath, nil)
-		}
+		_, err = trainer.OnRoot(r.comm, func() ([]byte, error) {
+			if err := h.RecalibrateBatchNorm(ctx, r.train, r.tc.BatchSize, recalibrateBatches); err != nil {
+				return nil, err
+			}
+			return nil, h.Save(r.modelPath, nil)
+		})
 	}
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("vae: %w", err)

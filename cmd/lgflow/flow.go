@@ -84,7 +84,7 @@ var flowConfigExcluded = []string{"cond_drop", "dit.classes", "dit.cond_dim"}
 // trainFlowUsage is the synopsis of lgflow train-flow.
 const trainFlowUsage = "lgflow train-flow -vae V -dataset D [-preset cpu|paper|T|S|B] [-train-split S] [-cond FILE | -cond-prop NAMES] [-cond-drop P] [-config KEY=VALUE,...] -out DIR"
 
-func runTrainFlow(ctx context.Context, args []string) error {
+func runTrainFlow(ctx context.Context, args []string) (err error) {
 	fs := newFlagSet("train-flow", trainFlowUsage)
 	vaePath := fs.String("vae", "", "trained LG-VAE (vae.safetensors)")
 	data := cli.AddData(fs, true)
@@ -102,6 +102,12 @@ func runTrainFlow(ctx context.Context, args []string) error {
 	if *vaePath == "" || data.Dataset == "" || *out == "" {
 		return usagef("need -vae, -dataset and -out")
 	}
+	comm, err := openComm()
+	if err != nil {
+		return err
+	}
+	defer closeComm(comm, &err)
+	stderr := rankOut(comm, stderr)
 	set := visited(fs)
 	condDrop, err := conds.dropout(set["cond-drop"])
 	if err != nil {
@@ -146,7 +152,10 @@ func runTrainFlow(ctx context.Context, args []string) error {
 		return err
 	}
 	lat.Cond = cond
-	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: true, Init: init, Backend: backend,
+	if comm.Size() > 1 {
+		fmt.Fprintf(stderr, "data parallel on %d ranks: a global batch of %d graphs\n", comm.Size(), cfg.BatchSize)
+	}
+	_, err = flow.Train(ctx, cfg, ae, train, lat, flow.TrainOptions{Dir: *out, Resume: true, Init: init, Backend: backend, Comm: comm,
 		Score: validityScore(data.Dataset, mol.InferAromaticNH(mol.DefaultInferNH)), LogEvery: run.LogEvery, MaxDuration: *maxTime,
 		Progress: func(p flow.Progress) {
 			line := fmt.Sprintf("step %6d/%d  loss %.4f  %.2f steps/s  elapsed %s  eta %s", p.Step, p.Steps, p.Loss, p.StepsPerSecond,

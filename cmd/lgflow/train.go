@@ -68,10 +68,21 @@ func parseTrain(args []string) (*trainFlags, error) {
 	return f, nil
 }
 
-func runTrain(ctx context.Context, args []string) error {
+func runTrain(ctx context.Context, args []string) (err error) {
 	f, err := parseTrain(args)
 	if err != nil {
 		return err
+	}
+	comm, err := openComm()
+	if err != nil {
+		return err
+	}
+	defer closeComm(comm, &err)
+	if comm.Size() > 1 {
+		// The bundle pipeline (tuning, sampling, evaluation) runs on one
+		// process; its two training stages are data parallel through
+		// train-vae and train-flow.
+		return fmt.Errorf("lgflow train runs on one process (started on %d ranks): under mpirun, train the stages with train-vae and train-flow", comm.Size())
 	}
 	fmtName, err := inputFormat(*f.format, *f.graphs)
 	if err != nil {

@@ -93,7 +93,7 @@ var defaultVAERun = vaeRun{LogEvery: 50, Perturb: perturbRun{TMin: 0.8, TMax: 0.
 // trainVAEUsage is the synopsis of lgflow train-vae.
 const trainVAEUsage = "lgflow train-vae -dataset D [-preset cpu|paper] -out DIR [-init V] [-config KEY=VALUE,...]"
 
-func runTrainVAE(ctx context.Context, args []string) error {
+func runTrainVAE(ctx context.Context, args []string) (err error) {
 	fs := newFlagSet("train-vae", trainVAEUsage)
 	data := cli.AddData(fs, true)
 	trainSplit := addTrainSplit(fs)
@@ -113,6 +113,12 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	if data.Dataset == "" || *out == "" {
 		return usagef("need -dataset and -out")
 	}
+	comm, err := openComm()
+	if err != nil {
+		return err
+	}
+	defer closeComm(comm, &err)
+	stderr := rankOut(comm, stderr)
 	backend, err := device.Backend(stderr, true)
 	if err != nil {
 		return err
@@ -128,7 +134,7 @@ func runTrainVAE(ctx context.Context, args []string) error {
 		return err
 	}
 	opts := vae.TrainOptions{Dir: *out, Resume: true, LogEvery: run.LogEvery, MaxDuration: *maxTime,
-		FreezeEncoder: run.FreezeEncoder, ValNoise: run.ValNoise, Backend: backend,
+		FreezeEncoder: run.FreezeEncoder, ValNoise: run.ValNoise, Backend: backend, Comm: comm,
 		Progress: func(pr vae.Progress) {
 			line := fmt.Sprintf("step %6d/%d  loss %.4f (edge %.4f node %.4f kl %.1f)  lr %.2e  %.2f steps/s  elapsed %s  eta %s",
 				pr.Step, pr.Steps, pr.Loss, pr.Edge, pr.Node, pr.KL, pr.LR, pr.StepsPerSecond, pr.Elapsed.Round(time.Second), pr.ETA.Round(time.Second))
@@ -147,6 +153,9 @@ func runTrainVAE(ctx context.Context, args []string) error {
 	}
 	cfgJSON, _ := json.Marshal(p)
 	fmt.Fprintf(stderr, "train-vae %s: %d train, %d val graphs; %s\n", data.Dataset, len(train.Graphs), len(val.Graphs), cfgJSON)
+	if comm.Size() > 1 {
+		fmt.Fprintf(stderr, "data parallel on %d ranks: a global batch of %d graphs\n", comm.Size(), p.Train.BatchSize)
+	}
 	_, err = vae.Train(ctx, p.Model, p.Train, train, val, opts)
 	if errors.Is(err, context.Canceled) {
 		fmt.Fprintf(stderr, "interrupted; run the same command again to continue (state in %s)\n", filepath.Join(*out, vae.StateFile))

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"lgflow/dist/internal/mpitest"
 	"lgflow/dist/mpi"
+	"lgflow/internal/mpitest"
 )
 
 // caseBench: every rank runs LGFLOW_DIST_BENCH_N all-reduces of

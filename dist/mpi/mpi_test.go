@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"lgflow/dist/internal/mpitest"
 	"lgflow/dist/mpi"
+	"lgflow/internal/mpitest"
 )
 
 func TestMain(m *testing.M) { mpitest.Main(m, cases) }

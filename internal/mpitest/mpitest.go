@@ -122,30 +122,46 @@ type Job struct {
 	Env   []string      // more environment variables, "NAME=value"
 }
 
-// Run runs job.Case of the current test binary on job.NP ranks under
-// `mpirun --allow-run-as-root --oversubscribe -np NP`, and stops the job
-// (SIGTERM to mpirun, then SIGKILL to its process group) if it runs longer
-// than job.Limit. It skips t when MPI is not available.
-func Run(t testing.TB, job Job) Result {
+// Command returns mpirun running argv (a program and its arguments) on np
+// ranks on loopback (`--allow-run-as-root --oversubscribe`, shared memory
+// and TCP on lo only, no probing of network devices), with env added to
+// the environment, in a process group of its own that KillGroup ends; ctx
+// ending sends mpirun SIGTERM, on which it ends the job. It skips t when
+// MPI is not available.
+func Command(t testing.TB, ctx context.Context, np int, argv []string, env ...string) *exec.Cmd {
 	t.Helper()
 	Skip(t)
 	mpirun, _, _ := Available()
+	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", fmt.Sprint(np),
+		"--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "lo"}
+	cmd := exec.CommandContext(ctx, mpirun, append(args, argv...)...)
+	cmd.Env = append(os.Environ(), env...)
+	ownGroup(cmd)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// KillGroup kills what is left of the process group of a Command: mpirun
+// and any rank that outlives it.
+func KillGroup(cmd *exec.Cmd) { killGroup(cmd) }
+
+// Run runs job.Case of the current test binary on job.NP ranks under
+// mpirun (Command), and stops the job (SIGTERM to mpirun, then SIGKILL to
+// its process group) if it runs longer than job.Limit. It skips t when MPI
+// is not available.
+func Run(t testing.TB, job Job) Result {
+	t.Helper()
+	Skip(t)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), job.Limit)
 	defer cancel()
-	args := []string{"--allow-run-as-root", "--oversubscribe", "-np", fmt.Sprint(job.NP),
-		// shared memory and loopback only: no probing of network devices.
-		"--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "lo"}
-	args = append(append(args, job.Args...), self, "-test.run=^$")
-	cmd := exec.CommandContext(ctx, mpirun, args...)
-	cmd.Env = append(append(os.Environ(), Env+"="+job.Case), job.Env...)
+	argv := append(append([]string{}, job.Args...), self, "-test.run=^$")
+	cmd := Command(t, ctx, job.NP, argv, append([]string{Env + "=" + job.Case}, job.Env...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	ownGroup(cmd)
-	cmd.WaitDelay = 5 * time.Second
 	start := time.Now()
 	err = cmd.Run()
 	end := time.Now()

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"lgflow/dist"
+)
+
+// openComm returns the communicator of a training command (dist.Open):
+// under mpirun the MPI job's, which makes the run data parallel, else one
+// process (dist.Local) and nothing changes. closeComm ends it.
+func openComm() (dist.Comm, error) {
+	c, err := dist.Open(dist.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// closeComm closes c at the end of a command that returns *err: on
+// success (a collective on every rank); after an error it leaves c open,
+// so that the process exits non-zero at once and the launcher ends the
+// other ranks, rather than wait for ranks that may be gone.
+func closeComm(c dist.Comm, err *error) {
+	if *err != nil {
+		return
+	}
+	if cerr := c.Close(); cerr != nil {
+		*err = fmt.Errorf("closing the MPI communicator: %w", cerr)
+	}
+}
+
+// rankOut returns w on rank 0 of c and io.Discard on the others, so that
+// a job's ranks do not repeat rank 0's messages.
+func rankOut(c dist.Comm, w io.Writer) io.Writer {
+	if c.Rank() == 0 {
+		return w
+	}
+	return io.Discard
+}
