@@ -122,7 +122,7 @@ type Plan struct {
 //     (the presets: 16 for 64 nodes, 64 for Ego's 400);
 //   - the latent size: 16 (paper: 24 for labelled graphs or n > 64, as the
 //     paper's Ego, Price, TPU and MOSES models);
-//   - widths: the LG-VAE 64 wide and 6 deep, the DiT 4 × 128 (paper: 256
+//   - widths: the LG-VAE 128 wide and 6 deep, the DiT 4 × 128 (paper: 256
 //     wide and 16 deep, DiT-T);
 //   - node and edge classes from the labels; directed graphs get the
 //     magnetic Laplacian with a q per graph; the 1-WL orbit perturbation
@@ -147,7 +147,7 @@ func PlanFor(d DataFacts, size string, ntrain int) (*Plan, error) {
 	n := max(d.MaxNodes, 1)
 	labelled := d.NodeClasses > 0 || d.EdgeClasses > 1
 	bucket := d.MaxNodes > 2*d.MinNodes && d.MaxNodes > 32
-	m := vae.Config{K: clampPow2(ceilDiv(n, 4), 16, 64), Latent: 16, PhiWidth: 64, Layers: 6, Width: 64, DeepSet: 16, Eta: 0.005,
+	m := vae.Config{K: clampPow2(ceilDiv(n, 4), 16, 64), Latent: 16, PhiWidth: 128, Layers: 6, Width: 128, DeepSet: 16, Eta: 0.005,
 		NodeClasses: d.NodeClasses, EdgeClasses: d.EdgeClasses, Directed: d.Directed, QPerGraph: d.Directed,
 		Norm: vae.GraphNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, PhiGate: true}
 	if labelled {

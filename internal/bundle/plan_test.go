@@ -28,11 +28,11 @@ func TestPlanFor(t *testing.T) {
 		dit          string // DiT depth × width
 		err          string
 	}{
-		{"planar-like", DataFacts{MinNodes: 64, MaxNodes: 64, EdgeClasses: 1}, "cpu", 1000, 16, 16, 64, 32, 64, false, 0, 1, false, "4x128", ""},
-		{"small graphs", DataFacts{MinNodes: 10, MaxNodes: 30, EdgeClasses: 1}, "cpu", 1000, 16, 16, 64, 64, 64, false, 0, 1, false, "4x128", ""},
-		{"ego-like", DataFacts{MinNodes: 50, MaxNodes: 400, EdgeClasses: 1}, "cpu", 1000, 64, 16, 64, 4, 8, false, 0, 1, true, "4x128", ""},
-		{"labelled DAGs", DataFacts{MinNodes: 20, MaxNodes: 150, Directed: true, NodeClasses: 47, EdgeClasses: 1}, "cpu", 1000, 64, 16, 64, 8, 16, true, 47, 1, true, "4x128", ""},
-		{"few graphs", DataFacts{MinNodes: 8, MaxNodes: 8, EdgeClasses: 2}, "cpu", 5, 16, 16, 64, 5, 5, false, 0, 2, false, "4x128", ""},
+		{"planar-like", DataFacts{MinNodes: 64, MaxNodes: 64, EdgeClasses: 1}, "cpu", 1000, 16, 16, 128, 32, 64, false, 0, 1, false, "4x128", ""},
+		{"small graphs", DataFacts{MinNodes: 10, MaxNodes: 30, EdgeClasses: 1}, "cpu", 1000, 16, 16, 128, 64, 64, false, 0, 1, false, "4x128", ""},
+		{"ego-like", DataFacts{MinNodes: 50, MaxNodes: 400, EdgeClasses: 1}, "cpu", 1000, 64, 16, 128, 4, 8, false, 0, 1, true, "4x128", ""},
+		{"labelled DAGs", DataFacts{MinNodes: 20, MaxNodes: 150, Directed: true, NodeClasses: 47, EdgeClasses: 1}, "cpu", 1000, 64, 16, 128, 8, 16, true, 47, 1, true, "4x128", ""},
+		{"few graphs", DataFacts{MinNodes: 8, MaxNodes: 8, EdgeClasses: 2}, "cpu", 5, 16, 16, 128, 5, 5, false, 0, 2, false, "4x128", ""},
 		{"paper, labelled", DataFacts{MinNodes: 9, MaxNodes: 27, NodeClasses: 7, EdgeClasses: 4}, "paper", 100000, 16, 24, 256, 512, 512, false, 7, 4, false, "6x384", ""},
 		{"paper, planar-like", DataFacts{MinNodes: 64, MaxNodes: 64, EdgeClasses: 1}, "paper", 100000, 16, 16, 256, 256, 256, false, 0, 1, false, "6x384", ""},
 		{"too large for cpu", DataFacts{MinNodes: 10, MaxNodes: 513, EdgeClasses: 1}, "cpu", 10, 0, 0, 0, 0, 0, false, 0, 0, false, "", "the largest graph has 513 nodes; the cpu preset trains on graphs of at most 512"},
