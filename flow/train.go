@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -568,19 +567,13 @@ func (r *trainRun) openDir() (trainer.RunState, error) {
 	if r.opts.Dir == "" {
 		return run, nil
 	}
-	if err := os.MkdirAll(r.opts.Dir, 0o755); err != nil {
-		return run, err
-	}
 	r.statePath, r.modelPath = filepath.Join(r.opts.Dir, StateFile), filepath.Join(r.opts.Dir, ModelFile)
-	if !r.opts.Resume {
-		return run, nil
-	}
-	if _, err := os.Stat(r.statePath); err != nil {
-		return run, nil
-	}
-	st, err := trainer.LoadState(r.statePath, r.net, r.opt)
-	if err != nil {
-		return run, fmt.Errorf("flow: resume: %w", err)
+	st, err := trainer.OpenDir(r.opts.Dir, StateFile, r.opts.Resume, r.net, r.opt)
+	if err != nil || st == nil {
+		if err != nil {
+			err = fmt.Errorf("flow: %w", err)
+		}
+		return run, err
 	}
 	var saved Config
 	if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || !resumable(saved, r.cfg) {

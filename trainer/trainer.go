@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -91,6 +93,28 @@ type State struct {
 	Step  int
 	Meta  map[string]string
 	Extra map[string]*tensor.Tensor
+}
+
+// OpenDir prepares dir for a training run: it creates it and, when resume
+// is set and dir holds the training state stateFile, loads that state into
+// m and opt (LoadState) and returns it; nil for a new run. A state that is
+// there but does not load is an error ("resume: ...").
+func OpenDir(dir, stateFile string, resume bool, m nn.Module, opt *optim.AdamW) (*State, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, stateFile)
+	if !resume {
+		return nil, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil
+	}
+	st, err := LoadState(path, m, opt)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	return st, nil
 }
 
 // LoadState restores a checkpoint written by SaveState into m (and opt,

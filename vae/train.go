@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -264,19 +263,13 @@ func (r *trainRun) openDir() (trainer.RunState, error) {
 	if r.opts.Dir == "" {
 		return state, nil
 	}
-	if err := os.MkdirAll(r.opts.Dir, 0o755); err != nil {
-		return state, err
-	}
 	r.statePath, r.modelPath = filepath.Join(r.opts.Dir, StateFile), filepath.Join(r.opts.Dir, ModelFile)
-	if !r.opts.Resume {
-		return state, nil
-	}
-	if _, err := os.Stat(r.statePath); err != nil {
-		return state, nil
-	}
-	st, err := trainer.LoadState(r.statePath, r.m, r.opt)
-	if err != nil {
-		return state, fmt.Errorf("vae: resume: %w", err)
+	st, err := trainer.OpenDir(r.opts.Dir, StateFile, r.opts.Resume, r.m, r.opt)
+	if err != nil || st == nil {
+		if err != nil {
+			err = fmt.Errorf("vae: %w", err)
+		}
+		return state, err
 	}
 	var saved Config
 	if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || saved != r.cfg {
