@@ -38,6 +38,9 @@ type eigRef struct {
 	start, end int // block [start, end)
 }
 
+// partialEps is the unit roundoff behind the partial solver's tolerances.
+const partialEps = 0x1p-52
+
 // lowestPartial computes the k lowest eigenpairs of the symmetric n x n
 // matrix in s.a (full, row-major), leaving eigenvalues ascending in
 // s.w[:k] and eigenvectors as the columns of the n x k row-major s.z. It
@@ -49,6 +52,24 @@ func (s *Solver) lowestPartial(n, k int) bool {
 		p.rng = rand.New(p.src)
 	}
 	p.src.Seed(uint64(n), uint64(k)) // deterministic per problem
+	s.tridiagonalize(n)
+	tnorm := tridiagNorm(p.d, p.e, n)
+	if !s.blockEigenvalues(n) {
+		return false
+	}
+	sel := p.vals[:k]
+	if !p.tridiagVectors(n, sel, tnorm) || !p.verifyTridiag(n, sel, tnorm) {
+		return false
+	}
+	s.backTransform(n, sel)
+	return true
+}
+
+// tridiagonalize reduces s.a to the tridiagonal T = Qᵀ A Q (Dsytrd, upper):
+// diagonal p.d, off-diagonal p.e[:n-1], reflectors in s.a and p.tau. The
+// workspace for Dsytrd and Dorgtr is sized once per n.
+func (s *Solver) tridiagonalize(n int) {
+	p := &s.pw
 	p.d = resize(p.d, n)
 	p.e = resize(p.e, n)
 	p.tau = resize(p.tau, n)
@@ -63,27 +84,39 @@ func (s *Solver) lowestPartial(n, k int) bool {
 		s.trdN = n
 	}
 	s.impl.Dsytrd(blas.Upper, n, s.a, n, p.d, p.e, p.tau, s.trdWork, len(s.trdWork))
-	// ‖T‖ bound
+}
+
+// tridiagNorm returns the largest absolute row sum of the n x n
+// tridiagonal matrix with diagonal d and off-diagonal e, a bound on ‖T‖,
+// or 1 if T is zero.
+func tridiagNorm(d, e []float64, n int) float64 {
 	tnorm := 0.0
 	for i := 0; i < n; i++ {
-		r := math.Abs(p.d[i])
+		r := math.Abs(d[i])
 		if i > 0 {
-			r += math.Abs(p.e[i-1])
+			r += math.Abs(e[i-1])
 		}
 		if i+1 < n {
-			r += math.Abs(p.e[i])
+			r += math.Abs(e[i])
 		}
 		tnorm = max(tnorm, r)
 	}
 	if tnorm == 0 {
 		tnorm = 1
 	}
-	const eps = 0x1p-52
-	// Split T into unreduced blocks and find every block's eigenvalues.
+	return tnorm
+}
+
+// blockEigenvalues splits T (p.d, p.e) into unreduced blocks at negligible
+// off-diagonal entries, finds every block's eigenvalues (Dsterf) and
+// leaves them in p.vals, ascending (ties by block start). It reports false
+// if Dsterf fails.
+func (s *Solver) blockEigenvalues(n int) bool {
+	p := &s.pw
 	p.vals = p.vals[:0]
 	start := 0
 	for i := 0; i < n; i++ {
-		if i+1 < n && math.Abs(p.e[i]) > eps*(math.Abs(p.d[i])+math.Abs(p.d[i+1])) {
+		if i+1 < n && math.Abs(p.e[i]) > partialEps*(math.Abs(p.d[i])+math.Abs(p.d[i+1])) {
 			continue
 		}
 		m := i + 1 - start
@@ -106,74 +139,99 @@ func (s *Solver) lowestPartial(n, k int) bool {
 		}
 		return a.start - b.start
 	})
-	sel := p.vals[:k]
-	// Eigenvectors of T: vector j is zc[j*n : (j+1)*n] (only its block's
-	// entries are non-zero).
-	p.z = resize(p.z, n*k)
+	return true
+}
+
+// vec returns eigenvector j of T, p.z[j*n : (j+1)*n] (only its block's
+// entries are non-zero).
+func (p *partialWork) vec(j, n int) []float64 { return p.z[j*n : (j+1)*n] }
+
+// tridiagVectors computes the eigenvectors of T for the eigenvalues sel
+// into p.z (vector j is p.vec(j, n)) by inverse iteration within each
+// eigenvalue's block. It reports false if a vector vanishes or overflows.
+func (p *partialWork) tridiagVectors(n int, sel []eigRef, tnorm float64) bool {
+	p.z = resize(p.z, n*len(sel))
 	clear(p.z)
-	zc := func(j int) []float64 { return p.z[j*n : (j+1)*n] }
-	pertol := 10 * eps * tnorm
-	ortol := 1e-3 * tnorm
 	col := make([]float64, n) // one allocation per call, not per vector
-	// orth removes from x (block [b0, b0+m)) its components along the
-	// earlier vectors c < j of the same block, all of them or only those
-	// with eigenvalues within ortol of lam.
-	orth := func(x []float64, j, b0 int, lam float64, all bool) {
-		for c := 0; c < j; c++ {
-			if sel[c].start != b0 || (!all && lam-sel[c].val > ortol) {
-				continue
-			}
-			zcb := zc(c)[b0 : b0+len(x)]
-			axpy(x, -dot(zcb, x), zcb)
-		}
-	}
-	for j := 0; j < k; j++ {
-		b0, b1 := sel[j].start, sel[j].end
-		m := b1 - b0
-		if m == 1 {
-			zc(j)[b0] = 1
-			continue
-		}
-		// Separate a shift equal to the previous eigenvalue of the same
-		// block, so that inverse iteration finds a new direction.
-		lam := sel[j].val
-		for c := j - 1; c >= 0; c-- {
-			if sel[c].start == b0 {
-				if lam-sel[c].val < pertol {
-					lam = sel[c].val + pertol
-				}
-				break
-			}
-		}
-		x := col[:m]
-		for i := range x {
-			x[i] = p.rng.Float64()*2 - 1
-		}
-		p.factor(p.d[b0:b1], p.e[b0:b1-1], lam, eps*tnorm)
-		for it := 0; it < 3; it++ {
-			nx := math.Sqrt(dot(x, x))
-			for i := range x {
-				x[i] /= nx
-			}
-			p.solve(x)
-			// Orthogonalise within the cluster, as Dstein.
-			orth(x, j, b0, lam, false)
-		}
-		// Finally against every earlier vector of the block (the result
-		// is verified below).
-		orth(x, j, b0, lam, true)
-		nx := math.Sqrt(dot(x, x))
-		if !(nx > 0) || math.IsInf(nx, 0) {
+	for j := range sel {
+		if !p.inverseIterate(n, j, sel, col, tnorm) {
 			return false
 		}
-		zj := zc(j)[b0:b1]
-		for i := range zj {
-			zj[i] = x[i] / nx
+	}
+	return true
+}
+
+// inverseIterate computes eigenvector j of T for sel[j] by three steps of
+// inverse iteration from a random start (col, of length n, is scratch),
+// orthogonalised against the earlier vectors of its block as
+// Dstein does, and stores it normalised in p.vec(j, n).
+func (p *partialWork) inverseIterate(n, j int, sel []eigRef, col []float64, tnorm float64) bool {
+	pertol := 10 * partialEps * tnorm
+	ortol := 1e-3 * tnorm
+	b0, b1 := sel[j].start, sel[j].end
+	m := b1 - b0
+	if m == 1 {
+		p.vec(j, n)[b0] = 1
+		return true
+	}
+	// Separate a shift equal to the previous eigenvalue of the same
+	// block, so that inverse iteration finds a new direction.
+	lam := sel[j].val
+	for c := j - 1; c >= 0; c-- {
+		if sel[c].start == b0 {
+			if lam-sel[c].val < pertol {
+				lam = sel[c].val + pertol
+			}
+			break
 		}
 	}
-	// Verify ‖T z_j - λ_j z_j‖ and orthonormality before trusting them.
-	for j := 0; j < k; j++ {
-		z := zc(j)
+	x := col[:m]
+	for i := range x {
+		x[i] = p.rng.Float64()*2 - 1
+	}
+	p.factor(p.d[b0:b1], p.e[b0:b1-1], lam, partialEps*tnorm)
+	for it := 0; it < 3; it++ {
+		nx := math.Sqrt(dot(x, x))
+		for i := range x {
+			x[i] /= nx
+		}
+		p.solve(x)
+		// Orthogonalise within the cluster, as Dstein.
+		p.orth(x, n, j, sel, lam, ortol, false)
+	}
+	// Finally against every earlier vector of the block (the result
+	// is verified by verifyTridiag).
+	p.orth(x, n, j, sel, lam, ortol, true)
+	nx := math.Sqrt(dot(x, x))
+	if !(nx > 0) || math.IsInf(nx, 0) {
+		return false
+	}
+	zj := p.vec(j, n)[b0:b1]
+	for i := range zj {
+		zj[i] = x[i] / nx
+	}
+	return true
+}
+
+// orth removes from x (block [b0, b0+len(x)), b0 = sel[j].start) its
+// components along the earlier vectors c < j of the same block, all of
+// them or only those with eigenvalues within ortol of lam.
+func (p *partialWork) orth(x []float64, n, j int, sel []eigRef, lam, ortol float64, all bool) {
+	b0 := sel[j].start
+	for c := 0; c < j; c++ {
+		if sel[c].start != b0 || (!all && lam-sel[c].val > ortol) {
+			continue
+		}
+		zcb := p.vec(c, n)[b0 : b0+len(x)]
+		axpy(x, -dot(zcb, x), zcb)
+	}
+}
+
+// verifyTridiag checks ‖T z_j - λ_j z_j‖ and the orthonormality of the
+// vectors within each block before they are trusted.
+func (p *partialWork) verifyTridiag(n int, sel []eigRef, tnorm float64) bool {
+	for j := range sel {
+		z := p.vec(j, n)
 		r := 0.0
 		for i := 0; i < n; i++ {
 			t := (p.d[i] - sel[j].val) * z[i]
@@ -185,14 +243,14 @@ func (s *Solver) lowestPartial(n, k int) bool {
 			}
 			r += t * t
 		}
-		if math.Sqrt(r) > 1e3*float64(n)*eps*tnorm {
+		if math.Sqrt(r) > 1e3*float64(n)*partialEps*tnorm {
 			return false
 		}
 		for c := 0; c <= j; c++ {
 			if sel[c].start != sel[j].start {
 				continue // disjoint supports
 			}
-			g := dot(z, zc(c))
+			g := dot(z, p.vec(c, n))
 			if c == j {
 				g--
 			}
@@ -201,21 +259,28 @@ func (s *Solver) lowestPartial(n, k int) bool {
 			}
 		}
 	}
-	// Back-transform: eigenvectors of A are Q z.
+	return true
+}
+
+// backTransform forms Q (Dorgtr) in s.a and stores the eigenvectors of A,
+// Q z_j, as the columns of the n x len(sel) row-major s.z, and the
+// eigenvalues in s.w.
+func (s *Solver) backTransform(n int, sel []eigRef) {
+	p := &s.pw
+	k := len(sel)
 	s.impl.Dorgtr(blas.Upper, n, s.a, n, p.tau, s.trdWork, len(s.trdWork))
 	s.z = resize(s.z, n*k)
 	for i := 0; i < n; i++ {
 		qi := s.a[i*n : (i+1)*n]
 		for j := 0; j < k; j++ {
 			b0, b1 := sel[j].start, sel[j].end
-			s.z[i*k+j] = dot(qi[b0:b1], zc(j)[b0:b1])
+			s.z[i*k+j] = dot(qi[b0:b1], p.vec(j, n)[b0:b1])
 		}
 	}
 	s.w = resize(s.w, k)
 	for j := 0; j < k; j++ {
 		s.w[j] = sel[j].val
 	}
-	return true
 }
 
 // factor computes the LU factorisation with partial pivoting of the

@@ -12,28 +12,50 @@ import (
 // bond aromatic flags are cleared afterwards; the H of a neutral aromatic
 // N or P with one stated H becomes implicit again.
 func (m *Mol) kekulize() error {
-	n := len(m.Atoms)
-	found := false
-	for i := range m.Bonds {
-		if m.Bonds[i].Aromatic || m.Bonds[i].Order == Aromatic {
-			found = true
-			break
-		}
-	}
-	if !found {
-		for i := range m.Atoms {
-			if m.Atoms[i].Aromatic {
-				found = true
-				break
-			}
-		}
-	}
-	if !found {
+	if !m.hasAromaticFlags() {
 		return nil
 	}
 	ri := m.Rings()
 	m.kekAtoms, m.kekBonds = m.kekAtoms[:0], m.kekBonds[:0]
-	// fused systems: rings sharing at least one bond
+	systems := m.fusedRingSystems(ri)
+	cand, makeSingle := m.kekuleCandidates(systems)
+	for _, b := range makeSingle {
+		m.Bonds[b].Order = Single
+	}
+	// perfect matching per system over aromatic bonds between candidates
+	local := make([]int, len(m.Atoms))
+	for i := range local {
+		local[i] = -1
+	}
+	for _, sys := range systems {
+		if err := m.kekulizeSystem(sys, cand, local); err != nil {
+			return err
+		}
+	}
+	return m.clearAromaticFlags(ri)
+}
+
+// hasAromaticFlags reports whether any bond is aromatic (flag or order) or
+// any atom carries the aromatic flag.
+func (m *Mol) hasAromaticFlags() bool {
+	for i := range m.Bonds {
+		if m.Bonds[i].Aromatic || m.Bonds[i].Order == Aromatic {
+			return true
+		}
+	}
+	for i := range m.Atoms {
+		if m.Atoms[i].Aromatic {
+			return true
+		}
+	}
+	return false
+}
+
+// fusedRingSystems groups the rings of ri into fused systems (rings
+// sharing at least one bond, joined by union-find) and returns each
+// system's atoms, in order of first appearance. A spiro atom shared by two
+// systems belongs to both.
+func (m *Mol) fusedRingSystems(ri *RingInfo) [][]int {
 	nr := len(ri.AtomRings)
 	parent := make([]int, nr)
 	for i := range parent {
@@ -61,7 +83,7 @@ func (m *Mol) kekulize() error {
 			}
 		}
 	}
-	inSys := make([]int, n) // system id + 1 per atom
+	inSys := make([]int, len(m.Atoms)) // system id + 1 per atom
 	sysOf := make([]int, nr)
 	for i := range sysOf {
 		sysOf[i] = -1
@@ -87,12 +109,19 @@ func (m *Mol) kekulize() error {
 			}
 		}
 	}
+	return systems
+}
+
+// kekuleCandidates marks the atoms of the systems with an aromatic (or
+// dummy) atom that need a double bond, and returns, in visiting order, the
+// aromatic bonds around them that are to become single before matching.
+func (m *Mol) kekuleCandidates(systems [][]int) (cand []bool, makeSingle []int) {
+	n := len(m.Atoms)
 	arom := make([]bool, n)
 	for i := range m.Atoms {
 		arom[i] = m.isAromaticAtom(i)
 	}
-	cand := make([]bool, n)
-	var makeSingle []int
+	cand = make([]bool, n)
 	for _, sys := range systems {
 		hasArom := false
 		for _, a := range sys {
@@ -109,119 +138,153 @@ func (m *Mol) kekulize() error {
 			if at.Element != 0 && !arom[a] {
 				continue
 			}
-			sbo, nToIgnore := 0, 0
-			_, bds := m.Neighbors(a)
-			for _, b := range bds {
-				bd := &m.Bonds[b]
-				if bd.Aromatic && (bd.Order == Single || bd.Order == Double || bd.Order == Aromatic) {
-					sbo++
-					makeSingle = append(makeSingle, int(b))
-				} else {
-					c := (bd.Order.valence2() + 1) / 2
-					sbo += c
-					if c == 0 {
-						nToIgnore++
-					}
-				}
-			}
+			var sbo, nToIgnore int
+			sbo, nToIgnore, makeSingle = m.kekuleBondOrderSum(a, makeSingle)
 			if at.Element == 0 {
 				cand[a] = true // dummies: may take a double bond
 				continue
 			}
-			tHs := at.ExplicitHs + m.ImplicitHs(a)
-			sbo += tHs
-			dv := DefaultValence(at.Element)
-			chrg := chargeShift(at.Element, at.Charge)
-			dv += chrg
-			tbo := at.explVal + m.ImplicitHs(a)
-			nRad := at.Radicals
-			totalDegree := m.Degree(a) + m.ImplicitHs(a) - nToIgnore
-			vals := elementTable[at.Element].valences
-			for vi := 1; tbo > dv && vi < len(vals) && vals[vi] > 0; vi++ {
-				dv = int(vals[vi]) + chrg
+			if m.needsKekuleDouble(a, sbo, nToIgnore) {
+				cand[a] = true
 			}
-			if tbo == 5 && sbo == 4 && dv == 3 && totalDegree == 3 && nRad == 0 && chrg == 0 && tHs == 0 {
-				switch at.Element {
-				case 7, 15, 33:
-					dv = 5
+		}
+	}
+	return cand, makeSingle
+}
+
+// kekuleBondOrderSum returns atom a's bond order sum counting each
+// aromatic bond as single (those bonds are appended to makeSingle) and the
+// other bonds by their valence contribution, and the number of bonds that
+// contribute nothing.
+func (m *Mol) kekuleBondOrderSum(a int, makeSingle []int) (sbo, nToIgnore int, _ []int) {
+	_, bds := m.Neighbors(a)
+	for _, b := range bds {
+		bd := &m.Bonds[b]
+		if bd.Aromatic && (bd.Order == Single || bd.Order == Double || bd.Order == Aromatic) {
+			sbo++
+			makeSingle = append(makeSingle, int(b))
+		} else {
+			c := (bd.Order.valence2() + 1) / 2
+			sbo += c
+			if c == 0 {
+				nToIgnore++
+			}
+		}
+	}
+	return sbo, nToIgnore, makeSingle
+}
+
+// needsKekuleDouble reports whether the non-dummy aromatic atom a, with
+// single-bond order sum sbo (Hs not included) and nToIgnore zero-order
+// bonds, needs a double bond in the Kekulé structure, judged from its
+// default (or next allowed) valence as RDKit does.
+func (m *Mol) needsKekuleDouble(a, sbo, nToIgnore int) bool {
+	at := &m.Atoms[a]
+	tHs := at.ExplicitHs + m.ImplicitHs(a)
+	sbo += tHs
+	dv := DefaultValence(at.Element)
+	chrg := chargeShift(at.Element, at.Charge)
+	dv += chrg
+	tbo := at.explVal + m.ImplicitHs(a)
+	nRad := at.Radicals
+	totalDegree := m.Degree(a) + m.ImplicitHs(a) - nToIgnore
+	vals := elementTable[at.Element].valences
+	for vi := 1; tbo > dv && vi < len(vals) && vals[vi] > 0; vi++ {
+		dv = int(vals[vi]) + chrg
+	}
+	if tbo == 5 && sbo == 4 && dv == 3 && totalDegree == 3 && nRad == 0 && chrg == 0 && tHs == 0 {
+		switch at.Element {
+		case 7, 15, 33:
+			dv = 5
+		}
+	}
+	if totalDegree+nRad >= dv {
+		return false
+	}
+	if dv == sbo+1+nRad {
+		return true
+	}
+	return nRad == 0 && at.NoImplicit && dv == sbo+2
+}
+
+// kekulizeSystem places the double bonds of one fused system: a matching
+// over the aromatic bonds between its candidate atoms that covers every
+// non-dummy candidate. local must be all -1 on entry and is left so. The
+// candidates and their bonds are recorded in m.kekAtoms and m.kekBonds.
+func (m *Mol) kekulizeSystem(sys []int, cand []bool, local []int) error {
+	var cs []int
+	for _, a := range sys {
+		if cand[a] {
+			cs = append(cs, a)
+		}
+	}
+	if len(cs) == 0 {
+		return nil
+	}
+	g, gb := m.kekuleGraph(cs, local)
+	m.kekAtoms = append(m.kekAtoms, cs...)
+	match := coverMatching(g, func(k int) bool { return m.Atoms[cs[k]].Element == 0 })
+	var unmatched []int
+	for k, mk := range match {
+		if mk < 0 && m.Atoms[cs[k]].Element != 0 {
+			unmatched = append(unmatched, cs[k])
+		}
+	}
+	if len(unmatched) > 0 {
+		return &SanitizeError{Kind: KekulizeError, Atoms: unmatched,
+			Msg: "Can't kekulize mol.  Unkekulized atoms:" + joinInts(unmatched)}
+	}
+	for k, mk := range match {
+		if mk > k {
+			for j, l := range g[k] {
+				if l == mk {
+					m.Bonds[gb[k][j]].Order = Double
+					break
 				}
 			}
-			if totalDegree+nRad >= dv {
+		}
+	}
+	return nil
+}
+
+// kekuleGraph returns the graph over the candidates cs (indices into cs)
+// whose edges are the aromatic bonds between them, or any bond touching a
+// dummy; gb[k][j] is the bond of edge g[k][j]. Each edge's bond is
+// appended once to m.kekBonds. local must be all -1 on entry and is left so.
+func (m *Mol) kekuleGraph(cs, local []int) (g, gb [][]int) {
+	for k, a := range cs {
+		local[a] = k
+	}
+	g = make([][]int, len(cs))
+	gb = make([][]int, len(cs))
+	for k, a := range cs {
+		nbrs, bds := m.Neighbors(a)
+		for j, w := range nbrs {
+			l := local[w]
+			if l < 0 {
 				continue
 			}
-			if dv == sbo+1+nRad {
-				cand[a] = true
-			} else if nRad == 0 && at.NoImplicit && dv == sbo+2 {
-				cand[a] = true
-			}
-		}
-	}
-	for _, b := range makeSingle {
-		m.Bonds[b].Order = Single
-	}
-	// perfect matching per system over aromatic bonds between candidates
-	local := make([]int, n)
-	for i := range local {
-		local[i] = -1
-	}
-	for _, sys := range systems {
-		var cs []int
-		for _, a := range sys {
-			if cand[a] {
-				cs = append(cs, a)
-			}
-		}
-		if len(cs) == 0 {
-			continue
-		}
-		for k, a := range cs {
-			local[a] = k
-		}
-		g := make([][]int, len(cs))
-		gb := make([][]int, len(cs))
-		for k, a := range cs {
-			nbrs, bds := m.Neighbors(a)
-			for j, w := range nbrs {
-				l := local[w]
-				if l < 0 {
-					continue
-				}
-				bd := &m.Bonds[bds[j]]
-				if bd.Aromatic || m.Atoms[a].Element == 0 || m.Atoms[w].Element == 0 {
-					g[k] = append(g[k], l)
-					gb[k] = append(gb[k], int(bds[j]))
-					if l > k {
-						m.kekBonds = append(m.kekBonds, int(bds[j]))
-					}
-				}
-			}
-		}
-		for _, a := range cs {
-			local[a] = -1
-		}
-		m.kekAtoms = append(m.kekAtoms, cs...)
-		match := coverMatching(g, func(k int) bool { return m.Atoms[cs[k]].Element == 0 })
-		var unmatched []int
-		for k, mk := range match {
-			if mk < 0 && m.Atoms[cs[k]].Element != 0 {
-				unmatched = append(unmatched, cs[k])
-			}
-		}
-		if len(unmatched) > 0 {
-			return &SanitizeError{Kind: KekulizeError, Atoms: unmatched,
-				Msg: "Can't kekulize mol.  Unkekulized atoms:" + joinInts(unmatched)}
-		}
-		for k, mk := range match {
-			if mk > k {
-				for j, l := range g[k] {
-					if l == mk {
-						m.Bonds[gb[k][j]].Order = Double
-						break
-					}
+			bd := &m.Bonds[bds[j]]
+			if bd.Aromatic || m.Atoms[a].Element == 0 || m.Atoms[w].Element == 0 {
+				g[k] = append(g[k], l)
+				gb[k] = append(gb[k], int(bds[j]))
+				if l > k {
+					m.kekBonds = append(m.kekBonds, int(bds[j]))
 				}
 			}
 		}
 	}
+	for _, a := range cs {
+		local[a] = -1
+	}
+	return g, gb
+}
+
+// clearAromaticFlags clears every bond's and atom's aromatic flag after
+// kekulisation, failing on an aromatic atom outside any ring. The H of a
+// neutral aromatic N or P with one stated H becomes implicit again, and
+// those atoms' valences are recomputed.
+func (m *Mol) clearAromaticFlags(ri *RingInfo) error {
 	for i := range m.Bonds {
 		m.Bonds[i].Aromatic = false
 	}

@@ -231,7 +231,53 @@ type cycleCand struct {
 // the ring-bond subgraph and appends them to ri.
 func (m *Mol) ringsOfComponent(verts []int, ringBond []bool, local []int, ri *RingInfo) {
 	nv := len(verts)
-	// count ring bonds of the component
+	if m.ringBondCount(verts, ringBond)/2-nv+1 == 1 {
+		atoms, bonds := m.simpleCycle(verts, ringBond)
+		ri.AtomRings = append(ri.AtomRings, atoms)
+		ri.BondRings = append(ri.BondRings, bonds)
+		return
+	}
+	slices.Sort(verts)
+	for i, v := range verts {
+		local[v] = i
+	}
+	eb, ladj := m.localRingGraph(verts, ringBond, local)
+	ne := len(eb)
+	nc := ne - nv + 1
+	if nc <= 0 {
+		return
+	}
+	cands := candidateCycles(ladj, ne)
+	slices.SortStableFunc(cands, func(a, b cycleCand) int { return a.size() - b.size() })
+	// Gaussian elimination: a candidate of length L is relevant iff it is
+	// independent of all cycles shorter than L.
+	var cb cycleBasis
+	tmp := make([]uint64, (ne+63)/64)
+	for i := 0; i < len(cands) && len(cb.basis) < nc; {
+		L := cands[i].size()
+		j := i
+		var rel []int
+		for ; j < len(cands) && cands[j].size() == L; j++ {
+			copy(tmp, cands[j].edges)
+			if cb.reduce(tmp) {
+				rel = append(rel, j)
+			}
+		}
+		for _, k := range rel {
+			atoms, bonds := m.orderCycle(cands[k].edges, eb, verts, ladj)
+			ri.AtomRings = append(ri.AtomRings, atoms)
+			ri.BondRings = append(ri.BondRings, bonds)
+		}
+		for _, k := range rel {
+			cb.insert(cands[k].edges)
+		}
+		i = j
+	}
+}
+
+// ringBondCount returns the number of ring bonds at the atoms verts, each
+// bond counted once from either end.
+func (m *Mol) ringBondCount(verts []int, ringBond []bool) int {
 	ne2 := 0
 	for _, v := range verts {
 		_, bds := m.Neighbors(v)
@@ -241,42 +287,46 @@ func (m *Mol) ringsOfComponent(verts []int, ringBond []bool, local []int, ri *Ri
 			}
 		}
 	}
-	if ne2/2-nv+1 == 1 {
-		// a simple cycle: walk it from its lowest atom
-		start := verts[0]
-		for _, v := range verts {
-			start = min(start, v)
-		}
-		atoms := make([]int, 0, nv)
-		bonds := make([]int, 0, nv)
-		prevBond, cur := int32(-1), start
-		for {
-			atoms = append(atoms, cur)
-			nbrs, bds := m.Neighbors(cur)
-			next, nb := -1, int32(-1)
-			for k, b := range bds {
-				if ringBond[b] && b != prevBond {
-					next, nb = int(nbrs[k]), b
-					break
-				}
-			}
-			bonds = append(bonds, int(nb))
-			prevBond, cur = nb, next
-			if cur == start {
+	return ne2
+}
+
+// simpleCycle walks the component verts, known to be a simple cycle of
+// ring bonds, from its lowest atom, and returns its atoms and bonds in
+// ring order.
+func (m *Mol) simpleCycle(verts []int, ringBond []bool) (atoms, bonds []int) {
+	nv := len(verts)
+	start := verts[0]
+	for _, v := range verts {
+		start = min(start, v)
+	}
+	atoms = make([]int, 0, nv)
+	bonds = make([]int, 0, nv)
+	prevBond, cur := int32(-1), start
+	for {
+		atoms = append(atoms, cur)
+		nbrs, bds := m.Neighbors(cur)
+		next, nb := -1, int32(-1)
+		for k, b := range bds {
+			if ringBond[b] && b != prevBond {
+				next, nb = int(nbrs[k]), b
 				break
 			}
 		}
-		ri.AtomRings = append(ri.AtomRings, atoms)
-		ri.BondRings = append(ri.BondRings, bonds)
-		return
+		bonds = append(bonds, int(nb))
+		prevBond, cur = nb, next
+		if cur == start {
+			break
+		}
 	}
-	slices.Sort(verts)
-	for i, v := range verts {
-		local[v] = i
-	}
-	// local edges
-	var eb []int              // local edge -> global bond
-	ladj := make([][]int, nv) // local adjacency: pairs (nbr, edge)
+	return atoms, bonds
+}
+
+// localRingGraph numbers the ring bonds of the component verts (whose
+// atoms have local indices local[v]) as local edges: eb maps a local edge
+// to its global bond, and ladj[i] lists pairs (neighbour, edge) of local
+// vertex i.
+func (m *Mol) localRingGraph(verts []int, ringBond []bool, local []int) (eb []int, ladj [][]int) {
+	ladj = make([][]int, len(verts))
 	for i, v := range verts {
 		nbrs, bds := m.Neighbors(v)
 		for k, w := range nbrs {
@@ -292,170 +342,197 @@ func (m *Mol) ringsOfComponent(verts []int, ringBond []bool, local []int, ri *Ri
 			}
 		}
 	}
-	ne := len(eb)
-	nc := ne - nv + 1
-	if nc <= 0 {
-		return
+	return eb, ladj
+}
+
+// size returns the number of edges of the cycle.
+func (c cycleCand) size() int {
+	s := 0
+	for _, w := range c.edges {
+		s += bits.OnesCount64(w)
 	}
-	words := (ne + 63) / 64
-	var cands []cycleCand
-	dist := make([]int, nv)
-	pred := make([]int, nv)
-	predEdge := make([]int, nv)
-	queue := make([]int, 0, nv)
-	onPath := make([]int, nv)
-	stamp := 0
-	scratch := make([]uint64, words)
-	// addCand adds the cycle made of the tree paths from a and b to the
-	// root plus the closing edges, unless it is already a candidate.
-	addCand := func(a, b int, closing ...int) {
-		clear(scratch)
-		for v := a; pred[v] >= 0; v = pred[v] {
-			e := predEdge[v]
-			scratch[e>>6] ^= 1 << (e & 63)
-		}
-		for v := b; pred[v] >= 0; v = pred[v] {
-			e := predEdge[v]
-			scratch[e>>6] ^= 1 << (e & 63)
-		}
-		for _, e := range closing {
-			scratch[e>>6] ^= 1 << (e & 63)
-		}
-		for _, c := range cands {
-			if slices.Equal(c.edges, scratch) {
-				return
-			}
-		}
-		cands = append(cands, cycleCand{edges: slices.Clone(scratch)})
+	return s
+}
+
+// cycleSearch holds the state of the candidate-cycle search:
+// a breadth-first tree from each root, and the cycles closed by
+// one edge (odd) or two edges (even) between tree paths that meet only at
+// the root.
+type cycleSearch struct {
+	ladj     [][]int // local adjacency: pairs (nbr, edge)
+	root     int
+	dist     []int
+	pred     []int
+	predEdge []int
+	queue    []int
+	onPath   []int
+	stamp    int
+	scratch  []uint64
+	cands    []cycleCand
+}
+
+// candidateCycles returns the distinct candidate cycles of the local graph
+// ladj with ne edges, each as an edge bitset, in order of discovery.
+func candidateCycles(ladj [][]int, ne int) []cycleCand {
+	nv := len(ladj)
+	cs := &cycleSearch{
+		ladj:     ladj,
+		dist:     make([]int, nv),
+		pred:     make([]int, nv),
+		predEdge: make([]int, nv),
+		queue:    make([]int, 0, nv),
+		onPath:   make([]int, nv),
+		scratch:  make([]uint64, (ne+63)/64),
 	}
 	for r := 0; r < nv; r++ {
-		for i := range dist {
-			dist[i] = -1
-		}
-		dist[r], pred[r], predEdge[r] = 0, -1, -1
-		queue = append(queue[:0], r)
-		for qi := 0; qi < len(queue); qi++ {
-			v := queue[qi]
-			for k := 0; k < len(ladj[v]); k += 2 {
-				w, e := ladj[v][k], ladj[v][k+1]
-				if dist[w] < 0 {
-					dist[w], pred[w], predEdge[w] = dist[v]+1, v, e
-					queue = append(queue, w)
-				}
+		cs.bfs(r)
+		cs.addCyclesFromRoot()
+	}
+	return cs.cands
+}
+
+// bfs builds the breadth-first tree from root r: dist, pred and predEdge.
+func (cs *cycleSearch) bfs(r int) {
+	for i := range cs.dist {
+		cs.dist[i] = -1
+	}
+	cs.root = r
+	cs.dist[r], cs.pred[r], cs.predEdge[r] = 0, -1, -1
+	cs.queue = append(cs.queue[:0], r)
+	for qi := 0; qi < len(cs.queue); qi++ {
+		v := cs.queue[qi]
+		for k := 0; k < len(cs.ladj[v]); k += 2 {
+			w, e := cs.ladj[v][k], cs.ladj[v][k+1]
+			if cs.dist[w] < 0 {
+				cs.dist[w], cs.pred[w], cs.predEdge[w] = cs.dist[v]+1, v, e
+				cs.queue = append(cs.queue, w)
 			}
 		}
-		disjoint := func(a, b int) bool {
-			stamp++
-			for x := a; x >= 0; x = pred[x] {
-				onPath[x] = stamp
+	}
+}
+
+// addCyclesFromRoot adds the odd cycles (an edge v-w between vertices at
+// equal distance) and even cycles (two tree predecessors of a vertex) of
+// the current tree whose two paths to the root are disjoint.
+func (cs *cycleSearch) addCyclesFromRoot() {
+	dist, ladj := cs.dist, cs.ladj
+	for v := 0; v < len(ladj); v++ {
+		for k := 0; k < len(ladj[v]); k += 2 {
+			w, e := ladj[v][k], ladj[v][k+1]
+			if w <= v {
+				continue
 			}
-			for x := b; x >= 0; x = pred[x] {
-				if onPath[x] == stamp && x != r {
-					return false
-				}
+			// odd cycle through edge v-w
+			if dist[v] == dist[w] && cs.disjoint(v, w) {
+				cs.addCand(v, w, e)
 			}
-			return true
 		}
-		for v := 0; v < nv; v++ {
-			for k := 0; k < len(ladj[v]); k += 2 {
-				w, e := ladj[v][k], ladj[v][k+1]
-				if w <= v {
+		// even cycles: two predecessors of v
+		for k := 0; k < len(ladj[v]); k += 2 {
+			u, eu := ladj[v][k], ladj[v][k+1]
+			if dist[u] != dist[v]-1 || dist[v] <= 0 {
+				continue
+			}
+			for k2 := k + 2; k2 < len(ladj[v]); k2 += 2 {
+				w, ew := ladj[v][k2], ladj[v][k2+1]
+				if dist[w] != dist[v]-1 || !cs.disjoint(u, w) {
 					continue
 				}
-				// odd cycle through edge v-w
-				if dist[v] == dist[w] && disjoint(v, w) {
-					addCand(v, w, e)
-				}
-			}
-			// even cycles: two predecessors of v
-			for k := 0; k < len(ladj[v]); k += 2 {
-				u, eu := ladj[v][k], ladj[v][k+1]
-				if dist[u] != dist[v]-1 || dist[v] <= 0 {
-					continue
-				}
-				for k2 := k + 2; k2 < len(ladj[v]); k2 += 2 {
-					w, ew := ladj[v][k2], ladj[v][k2+1]
-					if dist[w] != dist[v]-1 || !disjoint(u, w) {
-						continue
-					}
-					addCand(u, w, eu, ew)
-				}
+				cs.addCand(u, w, eu, ew)
 			}
 		}
 	}
-	// sort by size
-	size := func(c cycleCand) int {
-		s := 0
-		for _, w := range c.edges {
-			s += bits.OnesCount64(w)
-		}
-		return s
+}
+
+// disjoint reports whether the tree paths from a and b to the root share
+// no vertex but the root.
+func (cs *cycleSearch) disjoint(a, b int) bool {
+	cs.stamp++
+	for x := a; x >= 0; x = cs.pred[x] {
+		cs.onPath[x] = cs.stamp
 	}
-	slices.SortStableFunc(cands, func(a, b cycleCand) int { return size(a) - size(b) })
-	// Gaussian elimination: a candidate of length L is relevant iff it is
-	// independent of all cycles shorter than L.
-	var basis [][]uint64
-	var pivots []int
-	tmp := make([]uint64, words)
-	reduce := func(v []uint64) bool { // reduces v in place; true if nonzero
-		for bi, b := range basis {
-			p := pivots[bi]
-			if v[p>>6]&(1<<(p&63)) != 0 {
-				for k := range v {
-					v[k] ^= b[k]
-				}
-			}
+	for x := b; x >= 0; x = cs.pred[x] {
+		if cs.onPath[x] == cs.stamp && x != cs.root {
+			return false
 		}
-		for _, w := range v {
-			if w != 0 {
-				return true
-			}
-		}
-		return false
 	}
-	insert := func(v []uint64) {
-		c := slices.Clone(v)
-		if !reduce(c) {
+	return true
+}
+
+// addCand adds the cycle made of the tree paths from a and b to the
+// root plus the closing edges, unless it is already a candidate.
+func (cs *cycleSearch) addCand(a, b int, closing ...int) {
+	scratch := cs.scratch
+	clear(scratch)
+	for v := a; cs.pred[v] >= 0; v = cs.pred[v] {
+		e := cs.predEdge[v]
+		scratch[e>>6] ^= 1 << (e & 63)
+	}
+	for v := b; cs.pred[v] >= 0; v = cs.pred[v] {
+		e := cs.predEdge[v]
+		scratch[e>>6] ^= 1 << (e & 63)
+	}
+	for _, e := range closing {
+		scratch[e>>6] ^= 1 << (e & 63)
+	}
+	for _, c := range cs.cands {
+		if slices.Equal(c.edges, scratch) {
 			return
 		}
-		p := -1
-		for k, w := range c {
-			if w != 0 {
-				p = k*64 + bits.TrailingZeros64(w)
-				break
-			}
-		}
-		// keep basis fully reduced on the new pivot
-		for bi, b := range basis {
-			if b[p>>6]&(1<<(p&63)) != 0 {
-				for k := range b {
-					basis[bi][k] ^= c[k]
-				}
-			}
-		}
-		basis = append(basis, c)
-		pivots = append(pivots, p)
 	}
-	for i := 0; i < len(cands) && len(basis) < nc; {
-		L := size(cands[i])
-		j := i
-		var rel []int
-		for ; j < len(cands) && size(cands[j]) == L; j++ {
-			copy(tmp, cands[j].edges)
-			if reduce(tmp) {
-				rel = append(rel, j)
+	cs.cands = append(cs.cands, cycleCand{edges: slices.Clone(scratch)})
+}
+
+// cycleBasis is a fully reduced basis of edge bitsets over GF(2): pivots[i]
+// is the lowest set bit of basis[i], clear in every other basis vector.
+type cycleBasis struct {
+	basis  [][]uint64
+	pivots []int
+}
+
+// reduce reduces v in place by the basis and reports whether anything is
+// left (v is independent of the basis).
+func (cb *cycleBasis) reduce(v []uint64) bool {
+	for bi, b := range cb.basis {
+		p := cb.pivots[bi]
+		if v[p>>6]&(1<<(p&63)) != 0 {
+			for k := range v {
+				v[k] ^= b[k]
 			}
 		}
-		for _, k := range rel {
-			atoms, bonds := m.orderCycle(cands[k].edges, eb, verts, ladj)
-			ri.AtomRings = append(ri.AtomRings, atoms)
-			ri.BondRings = append(ri.BondRings, bonds)
-		}
-		for _, k := range rel {
-			insert(cands[k].edges)
-		}
-		i = j
 	}
+	for _, w := range v {
+		if w != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// insert adds a copy of v to the basis if it is independent, keeping the
+// basis fully reduced on the new pivot.
+func (cb *cycleBasis) insert(v []uint64) {
+	c := slices.Clone(v)
+	if !cb.reduce(c) {
+		return
+	}
+	p := -1
+	for k, w := range c {
+		if w != 0 {
+			p = k*64 + bits.TrailingZeros64(w)
+			break
+		}
+	}
+	// keep basis fully reduced on the new pivot
+	for bi, b := range cb.basis {
+		if b[p>>6]&(1<<(p&63)) != 0 {
+			for k := range b {
+				cb.basis[bi][k] ^= c[k]
+			}
+		}
+	}
+	cb.basis = append(cb.basis, c)
+	cb.pivots = append(cb.pivots, p)
 }
 
 // orderCycle returns the atoms and bonds of the cycle given as a local
