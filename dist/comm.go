@@ -44,10 +44,10 @@ type Comm interface {
 // not complete within the Comm's watchdog timeout: a peer died or hangs.
 // The Comm is unusable afterwards and the call's buffer may still change:
 // exit the process (non-zero, so that the launcher ends the job).
-var ErrTimeout = errs.Timeout
+var ErrTimeout = errs.ErrTimeout
 
 // ErrClosed is matched (errors.Is) by the error of a call on a closed Comm.
-var ErrClosed = errs.Closed
+var ErrClosed = errs.ErrClosed
 
 // Float is the element type of gradient and parameter buffers.
 type Float interface{ float32 | float64 }

@@ -185,16 +185,6 @@ type TimeOffsets struct {
 	Jump float64 `json:"jump"`
 }
 
-// valid reports whether the offsets are finite and in range.
-func (t TimeOffsets) valid() bool {
-	for _, v := range []float64{t.Step, t.From, t.Jump} {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
-		}
-	}
-	return t.Step > -1 && t.Step < 1 && t.Jump > -1 && t.Jump < 1 && t.From >= 0 && t.From < 1
-}
-
 // Zero reports whether the offsets change nothing.
 func (t TimeOffsets) Zero() bool { return t == TimeOffsets{} }
 

@@ -17,11 +17,11 @@ import (
 // ErrTimeout is matched (errors.Is) by the error of a call that did not
 // complete within the watchdog timeout (a *TimeoutError). It is the same
 // value as dist.ErrTimeout.
-var ErrTimeout = errs.Timeout
+var ErrTimeout = errs.ErrTimeout
 
 // ErrClosed is matched by the error of a call on a closed Comm. It is the
 // same value as dist.ErrClosed.
-var ErrClosed = errs.Closed
+var ErrClosed = errs.ErrClosed
 
 // Options configures Open.
 type Options struct {

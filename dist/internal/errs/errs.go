@@ -4,9 +4,9 @@ package errs
 
 import "errors"
 
-// Timeout is matched (errors.Is) by the error of a collective that did not
+// ErrTimeout is matched (errors.Is) by the error of a collective that did not
 // complete within the communicator's watchdog timeout.
-var Timeout = errors.New("collective timed out: a peer rank died or hangs")
+var ErrTimeout = errors.New("collective timed out: a peer rank died or hangs")
 
-// Closed is matched by the error of a call on a closed communicator.
-var Closed = errors.New("communicator is closed")
+// ErrClosed is matched by the error of a call on a closed communicator.
+var ErrClosed = errors.New("communicator is closed")
