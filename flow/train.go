@@ -569,11 +569,11 @@ func (r *trainRun) openDir() (trainer.RunState, error) {
 	}
 	r.statePath, r.modelPath = filepath.Join(r.opts.Dir, StateFile), filepath.Join(r.opts.Dir, ModelFile)
 	st, err := trainer.OpenDir(r.opts.Dir, StateFile, r.opts.Resume, r.net, r.opt)
-	if err != nil || st == nil {
-		if err != nil {
-			err = fmt.Errorf("flow: %w", err)
-		}
-		return run, err
+	if err != nil {
+		return run, fmt.Errorf("flow: %w", err)
+	}
+	if st == nil {
+		return run, nil // a new run
 	}
 	var saved Config
 	if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || !resumable(saved, r.cfg) {

@@ -265,11 +265,11 @@ func (r *trainRun) openDir() (trainer.RunState, error) {
 	}
 	r.statePath, r.modelPath = filepath.Join(r.opts.Dir, StateFile), filepath.Join(r.opts.Dir, ModelFile)
 	st, err := trainer.OpenDir(r.opts.Dir, StateFile, r.opts.Resume, r.m, r.opt)
-	if err != nil || st == nil {
-		if err != nil {
-			err = fmt.Errorf("vae: %w", err)
-		}
-		return state, err
+	if err != nil {
+		return state, fmt.Errorf("vae: %w", err)
+	}
+	if st == nil {
+		return state, nil // a new run
 	}
 	var saved Config
 	if err := trainer.UnmarshalMeta(st.Meta, trainer.MetaConfig, &saved); err != nil || saved != r.cfg {
