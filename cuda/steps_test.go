@@ -42,7 +42,7 @@ type stepModel struct {
 
 func newStepModel(t *testing.T, b tensor.Backend) *stepModel {
 	t.Helper()
-	cfg, err := flow.Preset("tiny", 4)
+	cfg, err := flow.Preset("", "tiny", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestEmulatedOutOfMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fcfg, err := flow.Preset("tiny", 4)
+	fcfg, err := flow.Preset("", "tiny", 4)
 	if err != nil {
 		t.Fatal(err)
 	}

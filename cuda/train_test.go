@@ -130,7 +130,7 @@ func checkFlowTraining(t *testing.T, be tensor.Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := flow.Preset("tiny", 4)
+	cfg, err := flow.Preset("", "tiny", 4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,13 +44,12 @@ const (
 // samples with the model's best measured settings; WithSettings changes
 // them one by one, and WithRecipe selects a named alternative. A directory
 // without a sampler.json opens with no recipe: Sample's own defaults, as a
-// model from Load.
-func Open(dir string) (*Model, error) { return OpenWith(dir, nil) }
+// model loaded from a flow file. Load(dir, ae) opens it with another LG-VAE.
+func Open(dir string) (*Model, error) { return openBundle(dir, nil) }
 
-// OpenWith is Open with the LG-VAE ae instead of the bundle's (nil: the
-// bundle's vae.safetensors): for example the bundle's autoencoder with a
-// decoder fine-tuned since, whose encoder the flow was trained with.
-func OpenWith(dir string, ae *vae.Model) (*Model, error) {
+// openBundle is Open with the LG-VAE ae instead of the bundle's (nil: the
+// bundle's vae.safetensors).
+func openBundle(dir string, ae *vae.Model) (*Model, error) {
 	r, err := LoadRecipe(filepath.Join(dir, RecipeFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		r, err = nil, nil

@@ -23,7 +23,7 @@ import (
 // loading does not care whether the weights were trained.
 func untrainedFlow(t *testing.T, ae *vae.Model, opts ...nn.Option) *flow.Model {
 	t.Helper()
-	cfg, err := flow.Preset("tiny", ae.Cfg.Latent)
+	cfg, err := flow.Preset("", "tiny", ae.Cfg.Latent)
 	if err != nil {
 		t.Fatal(err)
 	}

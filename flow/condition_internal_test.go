@@ -7,6 +7,7 @@ import (
 
 	"lgflow/autograd"
 	"lgflow/dit"
+	"lgflow/flow/cond"
 	"lgflow/nn"
 	"lgflow/tensor"
 )
@@ -41,7 +42,7 @@ func condNet(t *testing.T, dt tensor.DType) *dit.Model {
 // the denoiser's output for a dropped graph is its output under the null
 // condition.
 func TestCondDropout(t *testing.T) {
-	conds, err := NewConditions([]string{"b", "a", "b", "c"}, []string{"x", "y"},
+	conds, err := cond.NewSet([]string{"b", "a", "b", "c"}, []string{"x", "y"},
 		[][]float64{{1, 10}, {2, 20}, {3, 30}, {4, 40}})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +61,7 @@ func TestCondDropout(t *testing.T) {
 		for i := range idx {
 			idx[i] = i % 4
 		}
-		c := conds.batch(idx, p, r)
+		c := condBatch(conds, idx, p, r)
 		dropped := 0
 		for b, i := range idx {
 			switch {
@@ -88,7 +89,7 @@ func TestCondDropout(t *testing.T) {
 	net := condNet(t, tensor.Float64)
 	r := tensor.NewRNG(2)
 	idx := []int{0, 1, 2, 3, 0, 1, 2, 3}
-	c := conds.batch(idx, 0.5, r)
+	c := condBatch(conds, idx, 0.5, r)
 	x := tensor.RandN(r, tensor.Float64, len(idx), 5, 4)
 	ts := []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}
 	tp := autograd.NoGrad()
@@ -121,10 +122,10 @@ func TestCondDropout(t *testing.T) {
 // each prediction is handed back for its own self-conditioning.
 func TestGuidanceArithmetic(t *testing.T) {
 	net := condNet(t, tensor.Float32)
-	schema := &Condition{Labels: []string{"a", "b", "c"},
-		Properties: []Property{{Name: "x", Mean: 1, Std: 2, Min: -3, Max: 5}, {Name: "y", Std: 1, Min: -1, Max: 1}}}
+	schema := &cond.Schema{Labels: []string{"a", "b", "c"},
+		Properties: []cond.Property{{Name: "x", Mean: 1, Std: 2, Min: -3, Max: 5}, {Name: "y", Std: 1, Min: -1, Max: 1}}}
 	m := &Model{Net: net, Cond: schema}
-	conds := []Cond{{Label: "c", Props: []float64{2, 0.5}}, {}, {Label: "a", Props: []float64{-3, -1}}}
+	conds := []cond.Value{{Label: "c", Props: []float64{2, 0.5}}, {}, {Label: "a", Props: []float64{-3, -1}}}
 	const B, N = 3, 6
 	r := tensor.NewRNG(5)
 	x := tensor.RandN(r, tensor.Float32, B, N, 4)

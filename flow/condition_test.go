@@ -13,141 +13,23 @@ import (
 
 	"lgflow/dit"
 	"lgflow/flow"
+	"lgflow/flow/cond"
 	"lgflow/nn"
 	"lgflow/safetensors"
 	"lgflow/tensor"
 	"lgflow/trainer"
 )
 
-func TestNewConditions(t *testing.T) {
-	c, err := flow.NewConditions([]string{"tree", "planar", "tree", "grid"}, []string{"edges", "k"},
-		[][]float64{{10, 1}, {20, 1}, {30, 1}, {40, 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := c.Schema
-	if !slices.Equal(s.Labels, []string{"grid", "planar", "tree"}) || !slices.Equal(c.Labels, []int{2, 1, 2, 0}) {
-		t.Errorf("labels %v, indices %v", s.Labels, c.Labels)
-	}
-	want := []flow.Property{{Name: "edges", Mean: 25, Std: math.Sqrt(125), Min: 10, Max: 40}, {Name: "k", Mean: 1, Std: 1, Min: 1, Max: 1}}
-	if !slices.Equal(s.Properties, want) {
-		t.Errorf("properties %+v, want %+v", s.Properties, want)
-	}
-	if got := c.Cond(2); got.Label != "tree" || !slices.Equal(got.Props, []float64{30, 1}) {
-		t.Errorf("Cond(2) = %+v", got)
-	}
-	if lo, hi := s.Range(0); lo != 10-0.5*math.Sqrt(125) || hi != 40+0.5*math.Sqrt(125) {
-		t.Errorf("range of edges [%g, %g]", lo, hi)
-	}
-	if c, err := flow.NewConditions(nil, []string{"x"}, [][]float64{{1}, {3}}); err != nil || c.Labels != nil || c.Len() != 2 {
-		t.Errorf("properties only: %+v, %v", c, err)
-	}
-	if c, err := flow.NewConditions([]string{"a", "b"}, nil, nil); err != nil || c.Props != nil || c.Len() != 2 {
-		t.Errorf("labels only: %+v, %v", c, err)
-	}
-	for _, tc := range []struct {
-		name   string
-		labels []string
-		names  []string
-		props  [][]float64
-		want   string
-	}{
-		{"nothing", nil, nil, nil, "needs a label or a property"},
-		{"missing label", []string{"a", ""}, nil, nil, "no label"},
-		{"label with a comma", []string{"a,b"}, nil, nil, "label name"},
-		{"lengths", []string{"a", "b"}, []string{"x"}, [][]float64{{1}}, "2 labels and 1 property"},
-		{"short row", nil, []string{"x", "y"}, [][]float64{{1, 2}, {3}}, "graph 1 has 1 property values"},
-		{"NaN", nil, []string{"x"}, [][]float64{{math.NaN()}}, "not a finite number"},
-		{"reserved name", nil, []string{"label"}, [][]float64{{1}}, "reserved"},
-		{"twice", nil, []string{"x", "x"}, [][]float64{{1, 2}}, "given twice"},
-		{"no values", nil, []string{"x"}, [][]float64{}, "no property values"},
-	} {
-		if _, err := flow.NewConditions(tc.labels, tc.names, tc.props); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
-		}
-	}
-}
-
 // testSchema has two labels and two properties: x in [0, 10] (std 2)
 // and y in [-1, 1] (std 0.5), with tolerance 0.5 std.
-func testSchema() *flow.Condition {
-	return &flow.Condition{Labels: []string{"a", "b"}, Properties: []flow.Property{
+func testSchema() *cond.Schema {
+	return &cond.Schema{Labels: []string{"a", "b"}, Properties: []cond.Property{
 		{Name: "x", Mean: 5, Std: 2, Min: 0, Max: 10}, {Name: "y", Std: 0.5, Min: -1, Max: 1}}}
-}
-
-func TestConditionParse(t *testing.T) {
-	s := testSchema()
-	for _, tc := range []struct {
-		text string
-		want flow.Cond
-		err  string
-	}{
-		{"label=a,x=3,y=0.5", flow.Cond{Label: "a", Props: []float64{3, 0.5}}, ""},
-		{" y = -1 , label = b , x = 10.9 ", flow.Cond{Label: "b", Props: []float64{10.9, -1}}, ""},
-		{"null", flow.Cond{}, ""},
-		{"label=c,x=1,y=0", flow.Cond{}, "unknown label"},
-		{"label=a,x=1", flow.Cond{}, "lacks the properties y"},
-		{"x=1,y=0", flow.Cond{}, "no label"},
-		{"label=a", flow.Cond{}, "no properties"},
-		{"label=a,x=12,y=0", flow.Cond{}, "outside the range"},
-		{"label=a,x=one,y=0", flow.Cond{}, "not a number"},
-		{"label=a,z=1,x=1,y=0", flow.Cond{}, "unknown key"},
-		{"label=a,prop=1,y=0", flow.Cond{}, "unknown key"}, // prop= only for a single property
-		{"label=a,x=1,x=2,y=0", flow.Cond{}, "twice"},
-		{"label=a,label=b,x=1,y=0", flow.Cond{}, "two labels"},
-		{"label", flow.Cond{}, "not key=value"},
-		{"", flow.Cond{}, "not key=value"},
-	} {
-		got, err := s.Parse(tc.text)
-		switch {
-		case tc.err == "" && err != nil:
-			t.Errorf("Parse(%q): %v", tc.text, err)
-		case tc.err == "" && (got.Label != tc.want.Label || !slices.Equal(got.Props, tc.want.Props)):
-			t.Errorf("Parse(%q) = %+v, want %+v", tc.text, got, tc.want)
-		case tc.err == "" && s.Format(got) != strings.ReplaceAll(tc.text, " ", "") && tc.text[0] != ' ':
-			t.Errorf("Format(Parse(%q)) = %q", tc.text, s.Format(got))
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("Parse(%q): error %v, want one mentioning %q", tc.text, err, tc.err)
-		}
-	}
-	one := &flow.Condition{Properties: []flow.Property{{Name: "edges", Mean: 100, Std: 10, Min: 80, Max: 130}}}
-	if c, err := one.Parse("prop=90"); err != nil || !slices.Equal(c.Props, []float64{90}) {
-		t.Errorf("prop=90 with one property: %+v, %v", c, err)
-	}
-	var none *flow.Condition
-	if _, err := none.Parse("label=a"); err == nil || !strings.Contains(err.Error(), "unconditional") {
-		t.Errorf("an unconditional model's Parse: %v", err)
-	}
-}
-
-func TestConditionValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		edit func(*flow.Condition)
-		want string
-	}{
-		{"good", func(*flow.Condition) {}, ""},
-		{"empty", func(c *flow.Condition) { c.Labels, c.Properties = nil, nil }, "needs a label or a property"},
-		{"label twice", func(c *flow.Condition) { c.Labels = []string{"a", "a"} }, "twice"},
-		{"empty label", func(c *flow.Condition) { c.Labels = []string{""} }, "label name"},
-		{"zero std", func(c *flow.Condition) { c.Properties[0].Std = 0 }, "std 0"},
-		{"min above max", func(c *flow.Condition) { c.Properties[1].Min = 2 }, "range"},
-		{"NaN mean", func(c *flow.Condition) { c.Properties[0].Mean = math.NaN() }, "mean NaN"},
-		{"negative tolerance", func(c *flow.Condition) { c.Tolerance = -1 }, "tolerance"},
-		{"property with =", func(c *flow.Condition) { c.Properties[0].Name = "a=b" }, "property name"},
-	} {
-		s := testSchema()
-		tc.edit(s)
-		err := s.Validate()
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
-		}
-	}
 }
 
 // conditionalFlow returns an untrained flow on ae conditioned as s says
 // (nil: unconditional), its denoiser drawn with seed 1 as untrainedFlow's.
-func conditionalFlow(t *testing.T, f *fixture, s *flow.Condition) *flow.Model {
+func conditionalFlow(t *testing.T, f *fixture, s *cond.Schema) *flow.Model {
 	t.Helper()
 	m := untrainedFlow(t, f.ae)
 	m.Cfg = m.Cfg.ForCondition(s)
@@ -174,7 +56,7 @@ func TestUnconditionalUnaffected(t *testing.T) {
 			t.Logf("%s: no shipped model (%v)", name, err)
 			continue
 		}
-		m, err := flow.OpenWith(dir, nil)
+		m, err := flow.Load(dir, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,11 +69,11 @@ func TestUnconditionalUnaffected(t *testing.T) {
 			}
 		}
 		opts := []flow.SampleOption{flow.WithRecipe(flow.NoRecipe), flow.WithSeed(5), withSteps(3), flow.WithNodeCounts([]int{7, 12})}
-		a, err := flow.SampleLatents(ctx, m, 2, opts...)
+		a, err := m.SampleLatents(ctx, 2, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := flow.SampleLatents(ctx, m, 2, append(opts, flow.WithGuidanceScale(1))...)
+		b, err := m.SampleLatents(ctx, 2, append(opts, flow.WithGuidanceScale(1))...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,16 +83,16 @@ func TestUnconditionalUnaffected(t *testing.T) {
 	}
 
 	plain := untrainedFlow(t, f.ae)
-	cond := conditionalFlow(t, f, testSchema())
+	cm := conditionalFlow(t, f, testSchema())
 	latents := sampleLatentsOf(t, 3)
 	want := latents(plain)
 	for _, opts := range [][]flow.SampleOption{
 		nil,
-		{flow.WithCondition(flow.Cond{Label: "b", Props: []float64{3, 0}})},
-		{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{9, -1}}), flow.WithGuidanceScale(2.5)},
-		{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{9, -1}}), flow.WithGuidanceScale(0)},
+		{flow.WithCondition(cond.Value{Label: "b", Props: []float64{3, 0}})},
+		{flow.WithCondition(cond.Value{Label: "a", Props: []float64{9, -1}}), flow.WithGuidanceScale(2.5)},
+		{flow.WithCondition(cond.Value{Label: "a", Props: []float64{9, -1}}), flow.WithGuidanceScale(0)},
 	} {
-		if !sameLatents(want, latents(cond, opts...)) {
+		if !sameLatents(want, latents(cm, opts...)) {
 			t.Errorf("an untrained conditional flow with options %d samples other latents than the unconditional one", len(opts))
 		}
 	}
@@ -224,8 +106,8 @@ func TestConditionErrors(t *testing.T) {
 	ctx := context.Background()
 	plain := untrainedFlow(t, f.ae)
 	m := conditionalFlow(t, f, testSchema())
-	ok := flow.Cond{Label: "a", Props: []float64{3, 0}}
-	other := conditionalFlow(t, f, &flow.Condition{Labels: []string{"a", "c"}, Properties: testSchema().Properties})
+	ok := cond.Value{Label: "a", Props: []float64{3, 0}}
+	other := conditionalFlow(t, f, &cond.Schema{Labels: []string{"a", "c"}, Properties: testSchema().Properties})
 	for _, tc := range []struct {
 		name string
 		m    *flow.Model
@@ -233,17 +115,17 @@ func TestConditionErrors(t *testing.T) {
 		want string // "": no error
 	}{
 		{"fine", m, []flow.SampleOption{flow.WithCondition(ok)}, ""},
-		{"one per graph", m, []flow.SampleOption{flow.WithCondition(ok, flow.Cond{}, ok)}, ""},
-		{"within the tolerance", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "b", Props: []float64{-0.99, 1.24}})}, ""},
-		{"unknown label", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "c", Props: []float64{3, 0}})}, "unknown label \"c\""},
-		{"too few properties", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{3}})}, "1 property values for a model with 2"},
-		{"too many properties", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{3, 0, 1}})}, "3 property values"},
-		{"above the range", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{11.5, 0}})}, "property x = 11.5 is outside the range"},
-		{"below the range", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{3, -1.3}})}, "property y = -1.3 is outside"},
-		{"NaN property", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a", Props: []float64{math.NaN(), 0}})}, "not a finite number"},
-		{"label only", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "a"})}, "no properties"},
-		{"properties only", m, []flow.SampleOption{flow.WithCondition(flow.Cond{Props: []float64{1, 0}})}, "no label"},
-		{"bad graph named", m, []flow.SampleOption{flow.WithCondition(ok, ok, flow.Cond{Label: "z", Props: []float64{1, 0}})}, "(graph 2)"},
+		{"one per graph", m, []flow.SampleOption{flow.WithCondition(ok, cond.Value{}, ok)}, ""},
+		{"within the tolerance", m, []flow.SampleOption{flow.WithCondition(cond.Value{Label: "b", Props: []float64{-0.99, 1.24}})}, ""},
+		{"unknown label", m, []flow.SampleOption{flow.WithCondition(cond.Value{Label: "c", Props: []float64{3, 0}})}, "unknown label \"c\""},
+		{"too few properties", m, []flow.SampleOption{flow.WithCondition(cond.Value{Label: "a", Props: []float64{3}})}, "1 property values for a model with 2"},
+		{"too many properties", m, []flow.SampleOption{flow.WithCondition(cond.Value{Label: "a", Props: []float64{3, 0, 1}})}, "3 property values"},
+		{"above the range", m, []flow.SampleOption{flow.WithCondition(cond.Value{Label: "a", Props: []float64{11.5, 0}})}, "property x = 11.5 is outside the range"},
+		{"below the range", m, []flow.SampleOption{flow.WithCondition(cond.Value{Label: "a", Props: []float64{3, -1.3}})}, "property y = -1.3 is outside"},
+		{"NaN property", m, []flow.SampleOption{flow.WithCondition(cond.Value{Label: "a", Props: []float64{math.NaN(), 0}})}, "not a finite number"},
+		{"label only", m, []flow.SampleOption{flow.WithCondition(cond.Value{Label: "a"})}, "no properties"},
+		{"properties only", m, []flow.SampleOption{flow.WithCondition(cond.Value{Props: []float64{1, 0}})}, "no label"},
+		{"bad graph named", m, []flow.SampleOption{flow.WithCondition(ok, ok, cond.Value{Label: "z", Props: []float64{1, 0}})}, "(graph 2)"},
 		{"conditions for other counts", m, []flow.SampleOption{flow.WithCondition(ok, ok)}, "2 conditions for 3 graphs"},
 		{"negative scale", m, []flow.SampleOption{flow.WithCondition(ok), flow.WithGuidanceScale(-1)}, "guidance scale"},
 		{"infinite scale", m, []flow.SampleOption{flow.WithCondition(ok), flow.WithGuidanceScale(math.Inf(1))}, "guidance scale"},
@@ -253,7 +135,7 @@ func TestConditionErrors(t *testing.T) {
 		{"expert with other labels", m, []flow.SampleOption{flow.WithCondition(ok), withExpert(other, 0.9)}, "conditions"},
 		{"expert with the same conditions", m, []flow.SampleOption{flow.WithCondition(ok), flow.WithGuidanceScale(2), withExpert(m, 0.9)}, ""},
 	} {
-		_, err := flow.SampleLatents(ctx, tc.m, 3, append(tc.opts, withSteps(3))...)
+		_, err := tc.m.SampleLatents(ctx, 3, append(tc.opts, withSteps(3))...)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -274,7 +156,7 @@ func TestConditionErrors(t *testing.T) {
 	uncond := latents(m)
 	for _, opts := range [][]flow.SampleOption{
 		{flow.WithGuidanceScale(3)},
-		{flow.WithCondition(flow.Cond{})},
+		{flow.WithCondition(cond.Value{})},
 		{flow.WithCondition(ok), flow.WithGuidanceScale(0)},
 	} {
 		if !sameLatents(uncond, latents(m, opts...)) {
@@ -341,7 +223,7 @@ func getCondData(t *testing.T) *condData {
 }
 
 // latents returns a copy of the training latents with conditions c.
-func (d *condData) latents(c *flow.Conditions) *flow.Latents {
+func (d *condData) latents(c *cond.Set) *flow.Latents {
 	return &flow.Latents{Mu: d.lat.Mu, LogVar: d.lat.LogVar, Cond: c}
 }
 
@@ -365,21 +247,21 @@ func TestTrainConditional(t *testing.T) {
 	f := getFixture(t)
 	d := getCondData(t)
 	ctx := context.Background()
-	byLabel, err := flow.NewConditions(d.labels, nil, nil)
+	byLabel, err := cond.NewSet(d.labels, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byLevel, err := flow.NewConditions(nil, []string{"level"}, d.level)
+	byLevel, err := cond.NewSet(nil, []string{"level"}, d.level)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name   string
-		conds  *flow.Conditions
-		hi, lo flow.Cond
+		conds  *cond.Set
+		hi, lo cond.Value
 	}{
-		{"label", byLabel, flow.Cond{Label: "hi"}, flow.Cond{Label: "lo"}},
-		{"property", byLevel, flow.Cond{Props: []float64{2}}, flow.Cond{Props: []float64{-2}}},
+		{"label", byLabel, cond.Value{Label: "hi"}, cond.Value{Label: "lo"}},
+		{"property", byLevel, cond.Value{Props: []float64{2}}, cond.Value{Props: []float64{-2}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := f.cfg.ForCondition(tc.conds.Schema)
@@ -390,7 +272,7 @@ func TestTrainConditional(t *testing.T) {
 				t.Fatal(err)
 			}
 			mean := func(opts ...flow.SampleOption) float64 {
-				zs, err := flow.SampleLatents(ctx, m, 24, append([]flow.SampleOption{flow.WithSeed(9), withSteps(20)}, opts...)...)
+				zs, err := m.SampleLatents(ctx, 24, append([]flow.SampleOption{flow.WithSeed(9), withSteps(20)}, opts...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -416,7 +298,7 @@ func TestConditionRoundTrip(t *testing.T) {
 	f := getFixture(t)
 	d := getCondData(t)
 	ctx := context.Background()
-	conds, err := flow.NewConditions(d.labels, []string{"level"}, d.level)
+	conds, err := cond.NewSet(d.labels, []string{"level"}, d.level)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +327,7 @@ func TestConditionRoundTrip(t *testing.T) {
 		}
 	}
 	latents := sampleLatentsOf(t, 2)
-	opts := []flow.SampleOption{flow.WithCondition(flow.Cond{Label: "lo", Props: []float64{-2}}), flow.WithGuidanceScale(1.5)}
+	opts := []flow.SampleOption{flow.WithCondition(cond.Value{Label: "lo", Props: []float64{-2}}), flow.WithGuidanceScale(1.5)}
 	if !sameLatents(latents(m, opts...), latents(back, opts...)) {
 		t.Error("the loaded flow samples other latents")
 	}
@@ -498,7 +380,7 @@ func TestResumeConditional(t *testing.T) {
 	f := getFixture(t)
 	d := getCondData(t)
 	ctx := context.Background()
-	conds, err := flow.NewConditions(d.labels, []string{"level"}, d.level)
+	conds, err := cond.NewSet(d.labels, []string{"level"}, d.level)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -533,7 +415,7 @@ func TestResumeConditional(t *testing.T) {
 			t.Errorf("%s differs between the resumed and the uninterrupted run", k)
 		}
 	}
-	other, err := flow.NewConditions(d.labels, []string{"level"}, append(slices.Clone(d.level[:len(d.level)-1]), []float64{5}))
+	other, err := cond.NewSet(d.labels, []string{"level"}, append(slices.Clone(d.level[:len(d.level)-1]), []float64{5}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -547,11 +429,11 @@ func TestTrainConditionErrors(t *testing.T) {
 	f := getFixture(t)
 	d := getCondData(t)
 	ctx := context.Background()
-	conds, err := flow.NewConditions(d.labels, nil, nil)
+	conds, err := cond.NewSet(d.labels, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	short, err := flow.NewConditions(d.labels[:5], nil, nil)
+	short, err := cond.NewSet(d.labels[:5], nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func TestDecoderWeight(t *testing.T) {
 	}
 	var loss [2]float64
 	for i, w := range []float64{0, 10} {
-		cfg, err := Preset("tiny", 8)
+		cfg, err := Preset("", "tiny", 8)
 		if err != nil {
 			t.Fatal(err)
 		}

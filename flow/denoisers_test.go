@@ -15,7 +15,7 @@ import (
 func sampleLatentsOf(t *testing.T, seed uint64) func(m *flow.Model, opts ...flow.SampleOption) []*tensor.Tensor {
 	return func(m *flow.Model, opts ...flow.SampleOption) []*tensor.Tensor {
 		t.Helper()
-		z, err := flow.SampleLatents(context.Background(), m, 4, append([]flow.SampleOption{flow.WithSeed(seed), withSteps(6)}, opts...)...)
+		z, err := m.SampleLatents(context.Background(), 4, append([]flow.SampleOption{flow.WithSeed(seed), withSteps(6)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func otherDenoisers(t *testing.T, m *flow.Model, seed uint64) (same, otherScale,
 	same.Net = net
 	otherScale = same
 	otherScale.Scale *= 2
-	wider, err := flow.Preset("tiny", m.Cfg.DiT.Dim)
+	wider, err := flow.Preset("", "tiny", m.Cfg.DiT.Dim)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func ExampleSample() {
 	if err != nil {
 		panic(err)
 	}
-	cfg, err := flow.Preset("tiny", ae.Cfg.Latent)
+	cfg, err := flow.Preset("", "tiny", ae.Cfg.Latent)
 	if err != nil {
 		panic(err)
 	}
@@ -64,7 +64,7 @@ func ExampleWithSettings() {
 	if err != nil {
 		panic(err)
 	}
-	cfg, err := flow.Preset("tiny", ae.Cfg.Latent)
+	cfg, err := flow.Preset("", "tiny", ae.Cfg.Latent)
 	if err != nil {
 		panic(err)
 	}
@@ -110,7 +110,7 @@ func ExampleOpen() {
 	if err != nil {
 		panic(err)
 	}
-	cfg, err := flow.Preset("tiny", ae.Cfg.Latent)
+	cfg, err := flow.Preset("", "tiny", ae.Cfg.Latent)
 	if err != nil {
 		panic(err)
 	}

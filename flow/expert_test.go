@@ -98,7 +98,7 @@ func TestExpert(t *testing.T) {
 		{"other latent space", []flow.SampleOption{withExpert(&otherSpace, 0.9)}, "latent space"},
 		{"overlapping bands", []flow.SampleOption{experts(flow.Expert{Model: &expert, From: 0.9}, flow.Expert{Model: m, From: 0.9})}, "inside the band"},
 	} {
-		if _, err := flow.SampleLatents(ctx, m, 2, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := m.SampleLatents(ctx, 2, tc.opts...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
 		}
 	}

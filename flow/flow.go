@@ -25,11 +25,11 @@
 //	graphs, err = flow.Sample(ctx, m, 16, flow.WithSettings(func(s *flow.Sampler) { s.Steps = 100 }))
 //
 // A conditional flow, trained with a label or property values per graph
-// (Latents.Cond, NewConditions), samples graphs of a requested label or
+// (Latents.Cond, cond.NewSet), samples graphs of a requested label or
 // properties, with classifier-free guidance (docs/design.md,
 // "Conditioning"):
 //
-//	graphs, err := flow.Sample(ctx, m, 16, flow.WithCondition(flow.Cond{Label: "tree"}), flow.WithGuidanceScale(2))
+//	graphs, err := flow.Sample(ctx, m, 16, flow.WithCondition(cond.Value{Label: "tree"}), flow.WithGuidanceScale(2))
 //
 // On a machine with an NVIDIA GPU, TrainOptions.Backend trains the DiT
 // there and Model.ToBackend samples there; the backend comes from package
@@ -47,9 +47,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 
 	"lgflow/dit"
+	"lgflow/flow/cond"
 	"lgflow/nn"
 	"lgflow/safetensors"
 	"lgflow/tensor"
@@ -76,10 +78,6 @@ const (
 	// whose Config.CondDrop is 0, the usual choice for classifier-free
 	// guidance.
 	DefaultCondDrop = 0.1
-	// DefaultTolerance is the Condition.Tolerance that a zero value
-	// stands for: a requested property may lie up to half its standard
-	// deviation outside the range of the training set.
-	DefaultTolerance = 0.5
 	// MaxGuidanceScale is the largest guidance scale a recipe may set:
 	// far beyond where classifier-free guidance stops helping (1 to a
 	// few), so a larger one is a mistake, not a setting.
@@ -223,10 +221,11 @@ func (c Config) condDrop() float64 {
 	return c.CondDrop
 }
 
-// Preset returns a training recipe: "T", "S", "B" are the paper's DiT
-// sizes with its optimiser settings (docs/design.md, "Training recipes");
-// "cpu" is a small DiT that trains on two cores; "tiny" is for tests.
-func Preset(name string, latentDim int) (Config, error) {
+// sizePreset returns the training recipe of a size, whatever the data:
+// "T", "S", "B" are the paper's DiT sizes with its optimiser settings
+// (docs/design.md, "Training recipes"); "cpu" is a small DiT that trains
+// on two cores; "tiny" is for tests.
+func sizePreset(name string, latentDim int) (Config, error) {
 	size := name
 	if name == "cpu" {
 		size = "small"
@@ -266,7 +265,7 @@ type Model struct {
 	// Cond is the schema of a conditional flow's conditions (its labels,
 	// its properties and their standardisation); nil for an unconditional
 	// flow. WithCondition samples under one.
-	Cond *Condition
+	Cond *cond.Schema
 	// Recipe is the sampling recipe of a model opened from a bundle
 	// (Open): the settings Sample starts from. nil for a model from Load
 	// or Train, which samples with Sample's own defaults.
@@ -317,7 +316,18 @@ func (m *Model) Save(path string, extra map[string]string) error {
 // the decoder may have been fine-tuned since). Checkpoints written before
 // encoder fingerprints were stored require the same weights throughout
 // (nn.Fingerprint).
+//
+// A directory path is a bundle, opened as Open opens it (recipe and
+// experts included) but with ae in place of the bundle's LG-VAE (nil: the
+// bundle's): for example the bundle's autoencoder with a decoder
+// fine-tuned since, whose encoder the flow was trained with.
 func Load(path string, ae *vae.Model) (*Model, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return openBundle(path, ae)
+	}
+	if ae == nil {
+		return nil, fmt.Errorf("flow: %s: a flow file needs its LG-VAE (a bundle's directory has its own)", path)
+	}
 	f, err := safetensors.LoadModel(path)
 	if err != nil {
 		return nil, err
@@ -374,7 +384,7 @@ func fromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 		if !m.Cfg.DiT.Conditional() {
 			return nil, errors.New("a condition schema for an unconditional denoiser")
 		}
-		m.Cond = &Condition{}
+		m.Cond = &cond.Schema{}
 		if err := trainer.UnmarshalMeta(f.Metadata, metaCondition, m.Cond); err != nil {
 			return nil, err
 		}

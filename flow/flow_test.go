@@ -72,7 +72,7 @@ func buildFixture() (*fixture, error) {
 	if f.lat, err = flow.EncodeLatents(ctx, f.ae, f.data, 5, nil); err != nil {
 		return nil, err
 	}
-	if f.cfg, err = flow.Preset("tiny", 4); err != nil {
+	if f.cfg, err = flow.Preset("", "tiny", 4); err != nil {
 		return nil, err
 	}
 	f.cfg.Steps = 60
@@ -144,7 +144,7 @@ func TestPresetAndValidate(t *testing.T) {
 	}{
 		{"tiny", 32, 2, 8}, {"cpu", 128, 4, 64}, {"T", 384, 6, 256}, {"S", 384, 12, 256}, {"B", 768, 12, 256},
 	} {
-		c, err := flow.Preset(tc.name, 16)
+		c, err := flow.Preset("", tc.name, 16)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -152,10 +152,10 @@ func TestPresetAndValidate(t *testing.T) {
 			t.Errorf("%s: %+v", tc.name, c)
 		}
 	}
-	if _, err := flow.Preset("huge", 16); err == nil || !strings.Contains(err.Error(), "huge") {
+	if _, err := flow.Preset("", "huge", 16); err == nil || !strings.Contains(err.Error(), "huge") {
 		t.Errorf("unknown preset: error %v", err)
 	}
-	base, _ := flow.Preset("tiny", 4)
+	base, _ := flow.Preset("", "tiny", 4)
 	for _, tc := range []struct {
 		name string
 		mod  func(*flow.Config)
@@ -261,7 +261,7 @@ func TestSampleOptions(t *testing.T) {
 		t.Error("a step offset from after the last step changed the samples")
 	}
 	// SampleLatents gives the latents Sample decodes.
-	lat, err := flow.SampleLatents(ctx, m, 5, flow.WithSeed(9), flow.WithBatchSize(2), withSteps(8))
+	lat, err := m.SampleLatents(ctx, 5, flow.WithSeed(9), flow.WithBatchSize(2), withSteps(8))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -729,7 +729,7 @@ func TestTrainErrors(t *testing.T) {
 	ctx := context.Background()
 	cfg := f.cfg
 	cfg.Steps = 5
-	wrongDim, _ := flow.Preset("tiny", 5)
+	wrongDim, _ := flow.Preset("", "tiny", 5)
 	if _, err := flow.Train(ctx, wrongDim, f.ae, f.data, f.lat, flow.TrainOptions{}); err == nil || !strings.Contains(err.Error(), "latent dimension") {
 		t.Errorf("DiT dim 5 with a 4-dim VAE: error %v", err)
 	}

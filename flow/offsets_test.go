@@ -15,7 +15,7 @@ import (
 // (when From allows) and its velocity divides by that time, and the final
 // step outputs the data estimate of the state taken at 0.7+Jump.
 func TestTimeOffsets(t *testing.T) {
-	cfg, err := Preset("tiny", 4)
+	cfg, err := Preset("", "tiny", 4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,8 @@ var datasetRecipes = map[string]datasetRecipe{
 	"moses":      {dit: "B", batch: 2048, steps: 600000, weightDecay: 0.1, cpuBatch: 64},
 }
 
-// PresetDatasets lists the datasets PresetFor knows, sorted.
-func PresetDatasets() []string {
+// presetDatasets lists the datasets Preset has recipes for, sorted.
+func presetDatasets() []string {
 	names := make([]string, 0, len(datasetRecipes))
 	for k := range datasetRecipes {
 		names = append(names, k)
@@ -40,32 +40,39 @@ func PresetDatasets() []string {
 	return names
 }
 
-// PresetFor returns the LG-Flow recipe for a dataset and a size:
+// Preset returns the LG-Flow training recipe of a size for a dataset
+// (latentDim: the LG-VAE's latent width):
 //
-//   - "paper": the reference code's training configuration for that
+//   - "T", "S", "B": the paper's DiT sizes with its optimiser settings
+//     (docs/design.md, "Training recipes"), "tiny" for tests, whatever
+//     the dataset.
+//   - "paper": the reference code's training configuration for the
 //     dataset (docs/design.md, "LG-Flow recipes per dataset"): DiT-T for
 //     Planar, Planar-N, Price and TPU Tile, the 12-layer, 8-head,
-//     512-wide DiT for Tree, DiT-S for Ego,
-//     DiT-B for MOSES (weight decay 0.1), with the reference's batch sizes
-//     and step counts (planar-512: batch 128).
-//   - "cpu": Preset("cpu") (a 4 x 128 DiT that trains on two cores) with a
-//     batch that shrinks for large graphs (Ego 16, Planar-256 16,
-//     Planar-512 8) and TimeMean 1, which trains more where the LG-VAE
-//     decoder needs precise latents (the shipped planar flow's validation
-//     validity went from 0 to 0.33 over the same 4k steps; docs/results.md).
+//     512-wide DiT for Tree, DiT-S for Ego, DiT-B for MOSES (weight decay
+//     0.1), with the reference's batch sizes and step counts (planar-512:
+//     batch 128). For dataset "" (data of your own), DiT-T.
+//   - "cpu": a 4 x 128 DiT that trains on two cores. For the paper's
+//     datasets with a batch that shrinks for large graphs (Ego 16,
+//     Planar-256 16, Planar-512 8) and TimeMean 1, which trains more where
+//     the LG-VAE decoder needs precise latents (the shipped planar flow's
+//     validation validity went from 0 to 0.33 over the same 4k steps;
+//     docs/results.md).
 //
-// Other sizes ("T", "S", "B", "tiny") fall back to Preset, whatever the
-// dataset.
-func PresetFor(dataset, size string, latentDim int) (Config, error) {
+// A dataset other than "" and the paper's (planar, planar-128,
+// planar-256, planar-512, tree, ego, price, tpu, moses) is an error.
+func Preset(dataset, size string, latentDim int) (Config, error) {
 	r, ok := datasetRecipes[dataset]
-	if size != "paper" && size != "cpu" {
-		return Preset(size, latentDim)
+	if dataset != "" && !ok {
+		return Config{}, fmt.Errorf("flow: no preset for dataset %q (have %s, or \"\" for your own data)", dataset, strings.Join(presetDatasets(), ", "))
 	}
-	if !ok {
-		return Config{}, fmt.Errorf("flow: no %s preset for dataset %q (have %s)", size, dataset, strings.Join(PresetDatasets(), ", "))
-	}
-	if size == "cpu" {
-		c, err := Preset("cpu", latentDim)
+	switch {
+	case size == "paper" && dataset == "":
+		return sizePreset("T", latentDim)
+	case size != "paper" && size != "cpu" || dataset == "":
+		return sizePreset(size, latentDim)
+	case size == "cpu":
+		c, err := sizePreset("cpu", latentDim)
 		if err != nil {
 			return Config{}, err
 		}
@@ -76,7 +83,7 @@ func PresetFor(dataset, size string, latentDim int) (Config, error) {
 	if base == "mediumsmall" {
 		base = "T"
 	}
-	c, err := Preset(base, latentDim)
+	c, err := sizePreset(base, latentDim)
 	if err != nil {
 		return Config{}, err
 	}

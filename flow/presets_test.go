@@ -2,10 +2,10 @@ package flow
 
 import "testing"
 
-// TestPresetFor checks the per-dataset recipes against the reference's
+// TestPreset checks the per-dataset recipes against the reference's
 // training configurations (docs/design.md, "LG-Flow recipes per dataset")
 // and the cpu variants.
-func TestPresetFor(t *testing.T) {
+func TestPreset(t *testing.T) {
 	for _, c := range []struct {
 		dataset, size       string
 		depth, heads, width int
@@ -24,9 +24,11 @@ func TestPresetFor(t *testing.T) {
 		{"planar-512", "cpu", 4, 4, 128, 8, 40000, 1, 1e-12},
 		{"ego", "cpu", 4, 4, 128, 16, 40000, 1, 1e-12},
 		{"tpu", "cpu", 4, 4, 128, 32, 40000, 1, 1e-12},
-		{"anything", "T", 6, 6, 384, 256, 500000, 0, 1e-12},
+		{"", "T", 6, 6, 384, 256, 500000, 0, 1e-12},
+		{"", "paper", 6, 6, 384, 256, 500000, 0, 1e-12},
+		{"planar", "T", 6, 6, 384, 256, 500000, 0, 1e-12},
 	} {
-		cfg, err := PresetFor(c.dataset, c.size, 16)
+		cfg, err := Preset(c.dataset, c.size, 16)
 		if err != nil {
 			t.Fatalf("%s/%s: %v", c.dataset, c.size, err)
 		}
@@ -39,8 +41,8 @@ func TestPresetFor(t *testing.T) {
 				cfg.BatchSize, cfg.Steps, cfg.TimeMean, cfg.WeightDecay, c.batch, c.steps, c.timeMean, c.wd)
 		}
 	}
-	for _, c := range []struct{ dataset, size string }{{"nope", "cpu"}, {"nope", "paper"}, {"planar", "huge"}} {
-		if _, err := PresetFor(c.dataset, c.size, 16); err == nil {
+	for _, c := range []struct{ dataset, size string }{{"nope", "cpu"}, {"nope", "paper"}, {"nope", "T"}, {"planar", "huge"}, {"", "huge"}} {
+		if _, err := Preset(c.dataset, c.size, 16); err == nil {
 			t.Errorf("%s/%s accepted", c.dataset, c.size)
 		}
 	}

@@ -46,8 +46,8 @@ type Card struct {
 	Figures map[string]float64 `json:"figures,omitempty"`
 	// Measured says how Figures were measured: the command, seeds, machine.
 	Measured string `json:"measured,omitempty"`
-	// Validity names the rule V.U.N. counts a generated graph valid by
-	// (ValidityRules): planar (connected and planar), tree, dag,
+	// Validity names the rule V.U.N. counts a generated graph valid by:
+	// planar (connected and planar), tree, dag,
 	// connected, molecule (decodes to a valid molecule of the Molecules
 	// encoding) or none (every graph; V.U.N. is then unique and novel).
 	// "": not stated. lgflow tune and eval -model read it.
@@ -68,10 +68,10 @@ type Card struct {
 
 // The names a card's rules take.
 var (
-	// ValidityRules are the names Card.Validity takes.
-	ValidityRules = []string{"planar", "tree", "dag", "connected", "molecule", "none"}
-	// Outputs are the names Card.Output takes.
-	Outputs = []string{"g6", "nodelink", "smiles"}
+	// validityRules are the names Card.Validity takes.
+	validityRules = []string{"planar", "tree", "dag", "connected", "molecule", "none"}
+	// outputs are the names Card.Output takes.
+	outputs = []string{"g6", "nodelink", "smiles"}
 )
 
 // Data describes the training data of a model trained by lgflow train
@@ -270,10 +270,10 @@ func (s Sampler) storable() error {
 // with the key.
 func (c Card) validate() error {
 	switch {
-	case c.Validity != "" && !slices.Contains(ValidityRules, c.Validity):
-		return fmt.Errorf("validity: %q is not one of %s", c.Validity, strings.Join(ValidityRules, ", "))
-	case c.Output != "" && !slices.Contains(Outputs, c.Output):
-		return fmt.Errorf("output: %q is not one of %s", c.Output, strings.Join(Outputs, ", "))
+	case c.Validity != "" && !slices.Contains(validityRules, c.Validity):
+		return fmt.Errorf("validity: %q is not one of %s", c.Validity, strings.Join(validityRules, ", "))
+	case c.Output != "" && !slices.Contains(outputs, c.Output):
+		return fmt.Errorf("output: %q is not one of %s", c.Output, strings.Join(outputs, ", "))
 	case c.Molecules != "" && c.Molecules != "moses" && c.Molecules != "guacamol":
 		return fmt.Errorf("molecules: %q is neither moses nor guacamol", c.Molecules)
 	case (c.Output == "smiles" || c.Validity == "molecule") && c.Molecules == "":
@@ -641,7 +641,7 @@ func sortedFloats(set map[float64]bool) []float64 {
 // settings, those Sample decodes with: the edge rule (default "or"), the
 // edge margin where s sets one, the constraints, the completion, the fill
 // and Decode. vae.Model.DecodeGraphs with them decodes the latents of
-// SampleLatents into the graphs Sample with s would give.
+// Model.SampleLatents into the graphs Sample with s would give.
 func (s Sampler) DecodeOptions() ([]vae.DecodeOption, error) {
 	if err := s.validate(); err != nil {
 		return nil, fmt.Errorf("flow: sampler settings: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"lgflow/dit"
 	"lgflow/flow"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/tensor"
 	"lgflow/vae"
@@ -76,10 +77,15 @@ func loadParts(t *testing.T, dir string) (m, expert *flow.Model) {
 	return m, expert
 }
 
+// own samples with the settings s of one's own in place of the recipe.
+func own(s flow.Sampler) flow.SampleOption {
+	return flow.WithSettings(func(p *flow.Sampler) { *p = s })
+}
+
 // TestRecipeRoundTrip writes a recipe into a bundle, reads it back
 // unchanged, opens the bundle and checks that Sample samples with the
 // recipe, that an option replaces one setting, that WithRecipe selects an
-// alternative (or none) and WithSampler other settings: each call gives
+// alternative (or none) and WithSettings settings of one's own: each call gives
 // the graphs of the same settings spelled out as options on the model
 // loaded by hand.
 func TestRecipeRoundTrip(t *testing.T) {
@@ -102,7 +108,7 @@ func TestRecipeRoundTrip(t *testing.T) {
 	plain, expert := loadParts(t, dir)
 	latents := func(m *flow.Model, opts ...flow.SampleOption) []*tensor.Tensor {
 		t.Helper()
-		z, err := flow.SampleLatents(context.Background(), m, 5, append([]flow.SampleOption{flow.WithSeed(3)}, opts...)...)
+		z, err := m.SampleLatents(context.Background(), 5, append([]flow.SampleOption{flow.WithSeed(3)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,9 +142,9 @@ func TestRecipeRoundTrip(t *testing.T) {
 			[]flow.SampleOption{withSteps(5), withDecode(vae.WithEdgeCompletion(graph.IsConnected, -2))}},
 		{"no recipe", []flow.SampleOption{flow.WithRecipe(flow.NoRecipe)}, nil},
 		{"the default by name", []flow.SampleOption{flow.WithRecipe("constrained"), flow.WithRecipe("")}, recipe},
-		{"settings of one's own", []flow.SampleOption{flow.WithSampler(flow.Sampler{Steps: 7, Grid: "random", FinalJump: 1})},
+		{"settings of one's own", []flow.SampleOption{own(flow.Sampler{Steps: 7, Grid: "random", FinalJump: 1})},
 			[]flow.SampleOption{withSteps(7), withGrid("random"), withFinalJump(1)}},
-		{"settings of one's own, edited", []flow.SampleOption{withTemperature(0.5), flow.WithSampler(flow.Sampler{Steps: 7})},
+		{"settings of one's own, edited", []flow.SampleOption{own(flow.Sampler{Steps: 7}), withTemperature(0.5)},
 			[]flow.SampleOption{withSteps(7), withTemperature(0.5)}},
 	} {
 		got, err := flow.Sample(context.Background(), m, 5, append([]flow.SampleOption{flow.WithSeed(3)}, c.bundle...)...)
@@ -177,8 +183,8 @@ func TestRecipeRoundTrip(t *testing.T) {
 	}{
 		{"unknown alternative", m, []flow.SampleOption{flow.WithRecipe("nope")}, `no alternative "nope"`},
 		{"alternative without a recipe", plain, []flow.SampleOption{flow.WithRecipe("constrained")}, "has no recipe"},
-		{"expert outside the bundle", plain, []flow.SampleOption{flow.WithSampler(r.Sampler)}, "expert.safetensors"},
-		{"bad settings", m, []flow.SampleOption{flow.WithSampler(flow.Sampler{Steps: -2})}, "steps"},
+		{"expert outside the bundle", plain, []flow.SampleOption{own(r.Sampler)}, "expert.safetensors"},
+		{"bad settings", m, []flow.SampleOption{own(flow.Sampler{Steps: -2})}, "steps"},
 	} {
 		if _, err := flow.Sample(context.Background(), c.m, 2, c.opts...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
@@ -345,7 +351,7 @@ func remove(t *testing.T, dir, file string) {
 // (0 kept, a setting of its own), it is the scale Sample uses by default
 // (the latents of WithGuidanceScale by hand), and an option replaces it.
 func TestRecipeGuidanceScale(t *testing.T) {
-	s := &flow.Condition{Labels: []string{"a", "b"}}
+	s := &cond.Schema{Labels: []string{"a", "b"}}
 	ae := newVAE(t, vaeConfig(), 1)
 	m := untrainedFlow(t, ae)
 	m.Cfg = m.Cfg.ForCondition(s)
@@ -384,7 +390,7 @@ func TestRecipeGuidanceScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	latents := sampleLatentsOf(t, 5)
-	a := flow.WithCondition(flow.Cond{Label: "a"})
+	a := flow.WithCondition(cond.Value{Label: "a"})
 	for _, c := range []struct {
 		name           string
 		bundle, byHand []flow.SampleOption

@@ -11,6 +11,7 @@ import (
 
 	"lgflow/autograd"
 	"lgflow/dit"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/tensor"
 	"lgflow/vae"
@@ -22,16 +23,14 @@ type sampleOptions struct {
 	batch    int // WithBatchSize, when batchSet
 	batchSet bool
 	sizes    []int
-	conds    []Cond   // WithCondition
-	cfgW     *float64 // WithGuidanceScale; nil: the sampler's
+	conds    []cond.Value // WithCondition
+	cfgW     *float64     // WithGuidanceScale; nil: the sampler's
 	progress func(done, total int)
 
-	// recipe and sampler are WithRecipe's and WithSampler's choice of
-	// the settings the call starts from, edits WithSettings's changes
-	// to them.
-	recipe  string
-	sampler *Sampler
-	edits   []func(*Sampler)
+	// recipe is WithRecipe's choice of the settings the call starts
+	// from, edits WithSettings's changes to them.
+	recipe string
+	edits  []func(*Sampler)
 }
 
 // settings are the resolved settings of one call (resolveOptions): the
@@ -50,7 +49,7 @@ type settings struct {
 	edgeRule   vae.EdgeRule
 	edgeMargin *float64 // nil: the LG-VAE's Config.EdgeMargin
 	decode     []vae.DecodeOption
-	conds      []Cond
+	conds      []cond.Value
 	cfgW       float64
 	// cf is the classifier-free guidance of the batch being integrated,
 	// which sample sets per batch from conds and cfgW; the zero value
@@ -59,7 +58,7 @@ type settings struct {
 	progress func(done, total int)
 }
 
-// SampleOption configures Sample and SampleLatents.
+// SampleOption configures Sample and Model.SampleLatents.
 type SampleOption func(*sampleOptions)
 
 // WithSeed sets the seed (default 0): the same seed, model and options give
@@ -82,13 +81,13 @@ func WithNodeCounts(sizes []int) SampleOption { return func(o *sampleOptions) { 
 // or one per graph (as many as graphs are sampled). Each must give every
 // part of the model's schema, a label it knows and property values within
 // the trained range widened by the schema's tolerance
-// (Condition.Range); the zero Cond samples its graph unconditionally.
+// (cond.Schema.Range); the zero cond.Value samples its graph unconditionally.
 // Without WithCondition a conditional model samples unconditionally, from
 // the null condition, whatever the guidance scale; an unconditional
 // model given a condition is an error. The condition does not change
 // what the seed draws: the same seed gives the same node counts and noise
 // under any condition.
-func WithCondition(c ...Cond) SampleOption {
+func WithCondition(c ...cond.Value) SampleOption {
 	return func(o *sampleOptions) { o.conds = slices.Clone(c) }
 }
 
@@ -115,23 +114,13 @@ func WithGuidanceScale(w float64) SampleOption { return func(o *sampleOptions) {
 // the settings chosen. A name the recipe lacks is an error, and so is any
 // name but "" and NoRecipe for a model without a recipe.
 func WithRecipe(name string) SampleOption {
-	return func(o *sampleOptions) { o.recipe, o.sampler = name, nil }
+	return func(o *sampleOptions) { o.recipe = name }
 }
 
-// WithSampler samples with the settings s in place of the model's recipe
-// (the last of WithRecipe and WithSampler applies): s's experts name
-// files of the model's bundle (Open) or carry their model
-// (Expert.Model). WithSettings edits s as it edits a recipe's settings.
-// With it, one can try settings before writing them into a bundle's
-// sampler.json.
-func WithSampler(s Sampler) SampleOption {
-	return func(o *sampleOptions) { o.sampler, o.recipe = &s, "" }
-}
-
-// WithSettings changes single settings of the sampler the call samples
-// with: the recipe's (Model.Recipe), the alternative WithRecipe names, or
-// WithSampler's, whichever the call chose, whatever the order of the
-// options; edits apply in the order given, to a copy. For example
+// WithSettings changes settings of the sampler the call samples with:
+// the recipe's (Model.Recipe) or the alternative WithRecipe names,
+// whatever the order of the options; edits apply in the order given, to a
+// copy. For example
 //
 //	flow.WithSettings(func(s *flow.Sampler) { s.Steps, s.TimeShift = 100, 1 })
 //
@@ -140,9 +129,13 @@ func WithSampler(s Sampler) SampleOption {
 //
 //	flow.WithSettings(func(s *flow.Sampler) { s.Decode = append(s.Decode, vae.WithEdgeConstraint(planar.IsPlanar)) })
 //
-// decodes under a constraint of one's own. A field set to its zero value
-// means Sample's default (Sampler), so an edit that sets Steps to 0 asks
-// for DefaultSteps.
+// decodes under a constraint of one's own. An edit that assigns the whole
+// Sampler, func(s *flow.Sampler) { *s = mine }, samples with settings of
+// one's own, for example to try them before writing them into a bundle's
+// sampler.json; their experts name files of the model's bundle (Open) or
+// carry their model (Expert.Model). A field set to its zero value means
+// Sample's default (Sampler), so an edit that sets Steps to 0 asks for
+// DefaultSteps.
 func WithSettings(edit func(s *Sampler)) SampleOption {
 	return func(o *sampleOptions) { o.edits = append(o.edits, edit) }
 }
@@ -225,7 +218,7 @@ func Sample(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*grap
 // exactly these latents (the sampler's decoding settings are ignored
 // here; Sampler.DecodeOptions returns them). It is safe for concurrent use
 // like Sample.
-func SampleLatents(ctx context.Context, m *Model, n int, opts ...SampleOption) ([]*tensor.Tensor, error) {
+func (m *Model) SampleLatents(ctx context.Context, n int, opts ...SampleOption) ([]*tensor.Tensor, error) {
 	out := make([]*tensor.Tensor, 0, max(n, 0))
 	err := sample(ctx, m, n, opts, func(z *tensor.Tensor, sizes []int, o *settings) error {
 		for i, s := range sizes {
@@ -309,8 +302,8 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 }
 
 // resolveOptions returns the settings of opts for sampling from m: the
-// sampler that opts select (the recipe's, an alternative, WithSampler's,
-// or with NoRecipe or without a recipe the zero Sampler) with
+// sampler that opts select (the recipe's, an alternative, or with NoRecipe
+// or without a recipe the zero Sampler) with
 // WithSettings's edits, over Sample's defaults, and the call's own
 // choices.
 func resolveOptions(m *Model, opts []SampleOption) (settings, error) {
@@ -321,8 +314,6 @@ func resolveOptions(m *Model, opts []SampleOption) (settings, error) {
 	o := settings{steps: DefaultSteps, batch: DefaultBatchSize, temp: 1, jumpAt: DefaultFinalJump, shift: 1, cfgW: 1}
 	var base Sampler
 	switch {
-	case c.sampler != nil:
-		base = c.sampler.clone()
 	case c.recipe == NoRecipe:
 	case m != nil && m.Recipe != nil:
 		s, ok := m.Recipe.Lookup(c.recipe)
@@ -335,6 +326,9 @@ func resolveOptions(m *Model, opts []SampleOption) (settings, error) {
 	}
 	for _, edit := range c.edits {
 		edit(&base)
+	}
+	if len(c.edits) > 0 {
+		base = base.clone() // an edit may have assigned the caller's slices
 	}
 	if err := base.apply(&o, m); err != nil {
 		return o, err
@@ -355,7 +349,7 @@ func resolveOptions(m *Model, opts []SampleOption) (settings, error) {
 func checkExperts(m *Model, es []expert) error {
 	// A conditional model's experts see the same conditions.
 	for _, e := range es {
-		if e.m != nil && e.m.Net != nil && e.m.Cfg.DiT == m.Cfg.DiT && !e.m.Cond.equal(m.Cond) {
+		if e.m != nil && e.m.Net != nil && e.m.Cfg.DiT == m.Cfg.DiT && !e.m.Cond.Equal(m.Cond) {
 			return errors.New("flow: the experts must have the sampling model's conditions (labels, properties and their standardisation)")
 		}
 	}

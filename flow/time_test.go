@@ -55,7 +55,7 @@ func TestSampleTimeLocation(t *testing.T) {
 }
 
 func TestResumable(t *testing.T) {
-	base, err := Preset("tiny", 4)
+	base, err := Preset("", "tiny", 4)
 	if err != nil {
 		t.Fatal(err)
 	}

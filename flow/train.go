@@ -12,6 +12,7 @@ import (
 	"lgflow/autograd"
 	"lgflow/dist"
 	"lgflow/dit"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/nn"
 	"lgflow/optim"
@@ -24,11 +25,11 @@ import (
 // the mean and log-variance of every node's latent, (N_i, d) float32.
 type Latents struct {
 	Mu, LogVar []*tensor.Tensor
-	// Cond, when not nil, holds the graphs' conditions (NewConditions):
+	// Cond, when not nil, holds the graphs' conditions (cond.NewSet):
 	// Train then trains a conditional flow, whose Config.DiT must have
 	// the schema's numbers of labels and properties
 	// (Config.ForCondition). EncodeLatents leaves it nil.
-	Cond *Conditions
+	Cond *cond.Set
 }
 
 // EncodeLatents encodes every graph of d with the frozen LG-VAE in
@@ -405,7 +406,7 @@ func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *t
 // failure of the backend's device (out of memory, tensor.ErrDevice) is
 // returned as an error.
 //
-// With lat.Cond it trains a conditional flow (Condition): each training
+// With lat.Cond it trains a conditional flow (cond.Schema): each training
 // graph's condition is standardised with the schema and dropped, replaced
 // by the null condition, with probability cfg.CondDrop, drawn from the
 // step's seeded generator (after the batch's noise and times), so a
@@ -449,7 +450,7 @@ func Train(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, l
 // checkTrainArgs rejects the configuration, autoencoder and training set
 // that Train cannot run with, before anything is built, and returns the
 // conditions' schema (nil: unconditional).
-func checkTrainArgs(cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions) (*Condition, error) {
+func checkTrainArgs(cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions) (*cond.Schema, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -459,9 +460,9 @@ func checkTrainArgs(cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents,
 	if len(lat.Mu) != len(train.Graphs) || len(lat.Mu) == 0 {
 		return nil, fmt.Errorf("flow: %d latents for %d training graphs", len(lat.Mu), len(train.Graphs))
 	}
-	var schema *Condition
+	var schema *cond.Schema
 	if lat.Cond != nil {
-		if err := lat.Cond.check(len(lat.Mu)); err != nil {
+		if err := lat.Cond.Check(len(lat.Mu)); err != nil {
 			return nil, err
 		}
 		schema = lat.Cond.Schema
@@ -514,7 +515,7 @@ type trainRun struct {
 // newTrainRun builds the denoiser of cfg (from opts.Init's weights when
 // given, on opts.Backend, its weights flattened), its AdamW optimiser,
 // learning-rate schedule and EMA, and the model with its latent scale.
-func newTrainRun(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions, schema *Condition) (*trainRun, error) {
+func newTrainRun(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Dataset, lat *Latents, opts TrainOptions, schema *cond.Schema) (*trainRun, error) {
 	net, err := dit.New(cfg.DiT, tensor.NewRNG(cfg.Seed))
 	if err != nil {
 		return nil, err
@@ -630,7 +631,7 @@ func (r *trainRun) prepare(step int, batch []int, rng *tensor.RNG) func() error 
 		r.dec.prepare(pb, r.train, batch)
 	}
 	if lat.Cond != nil {
-		pb.cond = lat.Cond.batch(batch, cfg.condDrop(), rng)
+		pb.cond = condBatch(lat.Cond, batch, cfg.condDrop(), rng)
 	}
 	if trainer.Distributed(r.comm) {
 		lo, hi := trainer.Share(len(batch), r.comm.Rank(), r.comm.Size())
@@ -804,7 +805,7 @@ func initFrom(net *dit.Model, init *Model, cfg Config) error {
 }
 
 // cloneCondition returns a deep copy of s (nil for nil).
-func cloneCondition(s *Condition) *Condition {
+func cloneCondition(s *cond.Schema) *cond.Schema {
 	if s == nil {
 		return nil
 	}
@@ -846,39 +847,28 @@ func resumable(saved, cfg Config) bool {
 // stateKind is the MetaKind of Train's training states.
 const stateKind = "lgflow.flow.state"
 
-// CheckpointConfig returns the configuration the training state at path
-// (a StateFile written by Train) was written with, reading only the
-// file's header. A resumed run continues with it; train-flow applies the
-// flags a user sets on top.
-func CheckpointConfig(path string) (Config, error) {
+// CheckpointConfig returns the configuration and the condition schema
+// (nil for an unconditional flow) the training state at path (a StateFile
+// written by Train) was written with, reading only the file's header. A
+// resumed run continues with the configuration, train-flow applying the
+// settings a user gives on top, and must train on the same conditions.
+func CheckpointConfig(path string) (Config, *cond.Schema, error) {
 	meta, err := trainer.ReadStateMeta(path, stateKind)
 	if err != nil {
-		return Config{}, fmt.Errorf("flow: %w", err)
+		return Config{}, nil, fmt.Errorf("flow: %w", err)
 	}
 	var c Config
 	if err := trainer.UnmarshalMeta(meta, trainer.MetaConfig, &c); err != nil {
-		return Config{}, fmt.Errorf("flow: %s: %w", path, err)
-	}
-	return c, nil
-}
-
-// CheckpointCondition returns the condition schema the training state
-// at path (a StateFile written by Train) was written with, reading only
-// the file's header: nil for an unconditional flow. A run that resumes
-// it must train on the same conditions.
-func CheckpointCondition(path string) (*Condition, error) {
-	meta, err := trainer.ReadStateMeta(path, stateKind)
-	if err != nil {
-		return nil, fmt.Errorf("flow: %w", err)
+		return Config{}, nil, fmt.Errorf("flow: %s: %w", path, err)
 	}
 	if _, ok := meta[metaCondition]; !ok {
-		return nil, nil
+		return c, nil, nil
 	}
-	var c Condition
-	if err := trainer.UnmarshalMeta(meta, metaCondition, &c); err != nil {
-		return nil, fmt.Errorf("flow: %s: %w", path, err)
+	var s cond.Schema
+	if err := trainer.UnmarshalMeta(meta, metaCondition, &s); err != nil {
+		return Config{}, nil, fmt.Errorf("flow: %s: %w", path, err)
 	}
-	return &c, nil
+	return c, &s, nil
 }
 
 // nodeCountsIf returns the node counts of the latents' graphs when bucket

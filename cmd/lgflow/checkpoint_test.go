@@ -29,7 +29,7 @@ func TestDamagedCheckpoints(t *testing.T) {
 		Norm: vae.LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true}
 	ae, err := vae.New(vc, 1)
 	require.NoError(t, err)
-	fc, err := flow.Preset("tiny", vc.Latent)
+	fc, err := flow.Preset("", "tiny", vc.Latent)
 	require.NoError(t, err)
 	net, err := dit.New(fc.DiT, tensor.NewRNG(1))
 	require.NoError(t, err)

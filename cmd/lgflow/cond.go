@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"lgflow/flow"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/internal/bundle"
 	"lgflow/internal/cli"
@@ -110,11 +111,11 @@ func (c *condFlags) table(gs []*graph.Graph, path, format string) (*bundle.Condi
 // conditionMismatch compares the conditions a resumed training state was
 // written with (saved) with this run's (s), naming the flags that give
 // them.
-func conditionMismatch(path string, saved, s *flow.Condition) error {
+func conditionMismatch(path string, saved, s *cond.Schema) error {
 	if saved.Equal(s) {
 		return nil
 	}
-	describe := func(c *flow.Condition) string {
+	describe := func(c *cond.Schema) string {
 		if c == nil {
 			return "no conditions"
 		}
@@ -160,7 +161,7 @@ func conditionOptions(m *flow.Model, f *cli.Sampler, text string, condSet bool) 
 	}
 	c, err := m.Cond.Parse(text)
 	if err != nil {
-		return nil, usagef("-cond: %v", strings.TrimPrefix(err.Error(), "flow: "))
+		return nil, usagef("-cond: %v", strings.TrimPrefix(strings.TrimPrefix(err.Error(), "flow: "), "cond: "))
 	}
 	w := 1.0
 	if m.Recipe != nil && f.Recipe != flow.NoRecipe {
@@ -200,7 +201,7 @@ func parseCondEval(label, checker, props, molecules string) (*condEval, error) {
 		if ce.checker == "" {
 			ce.checker = label
 		}
-		if ce.checker == "none" || !slices.Contains(flow.ValidityRules, ce.checker) {
+		if ce.checker == "none" || !slices.Contains(bundle.ValidityRules, ce.checker) {
 			return nil, usagef("-checker %q: want planar, tree, dag, connected or molecule (-cond-label %s is none of them: name the class's test with -checker)", ce.checker, label)
 		}
 		enc, err := bundle.MolEncoding(molecules)

@@ -112,7 +112,7 @@ func TestConvertModelsLoad(t *testing.T) {
 	ae, err := vae.New(vae.Config{K: 6, Latent: 4, PhiWidth: 8, Layers: 2, Width: 8, DeepSet: 4, EdgeClasses: 1,
 		Norm: vae.LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true}, 1)
 	require.NoError(t, err)
-	cfg, err := flow.Preset("tiny", 4)
+	cfg, err := flow.Preset("", "tiny", 4)
 	require.NoError(t, err)
 	net, err := dit.New(cfg.DiT, tensor.NewRNG(2))
 	require.NoError(t, err)

@@ -127,8 +127,8 @@ func (f *evalFlags) rule() (rule, molecules string, err error) {
 			rule = r.Card.Validity
 		}
 	}
-	if rule != "" && !slices.Contains(flow.ValidityRules, rule) {
-		return "", "", usagef("unknown -validity %q (want %s)", rule, strings.Join(flow.ValidityRules, ", "))
+	if rule != "" && !slices.Contains(bundle.ValidityRules, rule) {
+		return "", "", usagef("unknown -validity %q (want %s)", rule, strings.Join(bundle.ValidityRules, ", "))
 	}
 	if !f.kindSet {
 		switch rule {

@@ -7,11 +7,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"lgflow/flow"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/graph/mol"
 	"lgflow/internal/cli"
@@ -57,17 +57,14 @@ func validityScore(dataset string, molOpts ...mol.DecodeOption) func([]*graph.Gr
 	}
 }
 
-// flowPreset returns the LG-Flow recipe for a dataset: flow.PresetFor's
-// for the paper's datasets, flow.Preset's for the others ("paper" then
-// means the DiT-T recipe).
+// flowPreset returns the LG-Flow recipe for a dataset: flow.Preset's for
+// the paper's datasets, its recipe for data of one's own for the others
+// ("paper" then means the DiT-T recipe).
 func flowPreset(dataset, size string, latent int) (flow.Config, error) {
-	if slices.Contains(flow.PresetDatasets(), dataset) {
-		return flow.PresetFor(dataset, size, latent)
+	if c, err := flow.Preset(dataset, size, latent); err == nil {
+		return c, nil
 	}
-	if size == "paper" {
-		size = "T"
-	}
-	return flow.Preset(size, latent)
+	return flow.Preset("", size, latent)
 }
 
 // flowRun holds the settings of a train-flow run that -config sets
@@ -138,20 +135,20 @@ func runTrainFlow(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	cond, err := flowConditions(conds, train, data.Dataset+" "+*trainSplit, statePath)
+	trainConds, err := flowConditions(conds, train, data.Dataset+" "+*trainSplit, statePath)
 	if err != nil {
 		return err
 	}
-	var schema *flow.Condition
-	if cond != nil {
-		schema = cond.Schema
+	var schema *cond.Schema
+	if trainConds != nil {
+		schema = trainConds.Schema
 	}
 	cfg = cfg.ForCondition(schema)
 	lat, err := flow.EncodeLatents(ctx, ae, train, 128, progress.Bar(stderr, "encoding latents"))
 	if err != nil {
 		return err
 	}
-	lat.Cond = cond
+	lat.Cond = trainConds
 	if comm.Size() > 1 {
 		fmt.Fprintf(stderr, "data parallel on %d ranks: a global batch of %d graphs\n", comm.Size(), cfg.BatchSize)
 	}
@@ -210,7 +207,7 @@ func flowConfig(preset string, presetSet bool, dataset string, ae *vae.Model, co
 	override(&cfg)
 	// A resumed run continues with its checkpoint's configuration; only
 	// the settings given override it.
-	cfg, err = resumeConfig(cfg, statePath, flow.CheckpointConfig, func(saved flow.Config) error {
+	cfg, err = resumeConfig(cfg, statePath, checkpointFlowConfig, func(saved flow.Config) error {
 		// The conditions' part of the denoiser is compared with the
 		// conditions (flowConditions).
 		a, b := saved.DiT, cfg.DiT
@@ -230,25 +227,33 @@ func flowConfig(preset string, presetSet bool, dataset string, ae *vae.Model, co
 	return cfg, nil
 }
 
+// checkpointFlowConfig returns the configuration of the flow training
+// state at path (flow.CheckpointConfig without the condition schema,
+// which flowConditions checks).
+func checkpointFlowConfig(path string) (flow.Config, error) {
+	c, _, err := flow.CheckpointConfig(path)
+	return c, err
+}
+
 // flowConditions returns the training conditions of train's graphs that
 // the condition flags give (nil: none), checked against those of the
 // state at statePath that the run continues.
-func flowConditions(conds *condFlags, train *vae.Dataset, what, statePath string) (*flow.Conditions, error) {
+func flowConditions(conds *condFlags, train *vae.Dataset, what, statePath string) (*cond.Set, error) {
 	table, err := conds.table(train.Graphs, what, inG6)
 	if err != nil {
 		return nil, err
 	}
-	var cond *flow.Conditions
-	var schema *flow.Condition
+	var set *cond.Set
+	var schema *cond.Schema
 	if table != nil {
-		if cond, err = table.Conditions(); err != nil {
+		if set, err = table.Conditions(); err != nil {
 			return nil, fmt.Errorf("conditions: %w", err)
 		}
-		schema = cond.Schema
+		schema = set.Schema
 		fmt.Fprintf(stderr, "conditioned on %s\n", schema.Describe())
 	}
 	if _, err := os.Stat(statePath); err == nil {
-		saved, err := flow.CheckpointCondition(statePath)
+		_, saved, err := flow.CheckpointConfig(statePath)
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +261,7 @@ func flowConditions(conds *condFlags, train *vae.Dataset, what, statePath string
 			return nil, err
 		}
 	}
-	return cond, nil
+	return set, nil
 }
 
 // sampleUsage is the synopsis of lgflow sample.
@@ -331,7 +336,7 @@ func openModel(dir, vaePath, flowPath string) (*flow.Model, error) {
 		}
 	}
 	if dir != "" {
-		return flow.OpenWith(dir, ae)
+		return flow.Load(dir, ae)
 	}
 	return flow.Load(flowPath, ae)
 }

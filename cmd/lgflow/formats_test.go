@@ -25,7 +25,7 @@ func tinyModels(t *testing.T, dir string, vc vae.Config) (string, string) {
 	t.Helper()
 	ae, err := vae.New(vc, 1)
 	require.NoError(t, err)
-	fc, err := flow.Preset("tiny", vc.Latent)
+	fc, err := flow.Preset("", "tiny", vc.Latent)
 	require.NoError(t, err)
 	net, err := dit.New(fc.DiT, tensor.NewRNG(1))
 	require.NoError(t, err)

@@ -57,7 +57,7 @@ func TestResumeKeepsCheckpointConfig(t *testing.T) {
 		assert.Contains(t, errOut, "steps: 2 → 3")
 		assert.False(t, strings.Contains(errOut, "lr:") || strings.Contains(errOut, "time_mean:"), errOut)
 		saved := func() flow.Config {
-			c, err := flow.CheckpointConfig(filepath.Join(out, flow.StateFile))
+			c, _, err := flow.CheckpointConfig(filepath.Join(out, flow.StateFile))
 			require.NoError(t, err)
 			return c
 		}

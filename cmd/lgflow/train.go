@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lgflow/flow"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/internal/bundle"
 	"lgflow/internal/cli"
@@ -60,8 +61,8 @@ func parseTrain(args []string) (*trainFlags, error) {
 		return nil, usagef("need -graphs and -out")
 	case !slices.Contains(bundle.Sizes, *f.preset):
 		return nil, usagef("unknown -preset %q (want cpu, paper or tiny)", *f.preset)
-	case *f.validity != "auto" && !slices.Contains(flow.ValidityRules, *f.validity):
-		return nil, usagef("unknown -validity %q (want %s or auto)", *f.validity, strings.Join(flow.ValidityRules, ", "))
+	case *f.validity != "auto" && !slices.Contains(bundle.ValidityRules, *f.validity):
+		return nil, usagef("unknown -validity %q (want %s or auto)", *f.validity, strings.Join(bundle.ValidityRules, ", "))
 	case *f.budget < 0:
 		return nil, usagef("-budget must not be negative")
 	}
@@ -104,9 +105,9 @@ func runTrain(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	var cond *flow.Conditions
+	var set *cond.Set
 	if table != nil {
-		if cond, err = table.Conditions(); err != nil {
+		if set, err = table.Conditions(); err != nil {
 			return fmt.Errorf("conditions: %w", err)
 		}
 	}
@@ -121,7 +122,7 @@ func runTrain(ctx context.Context, args []string) (err error) {
 	}
 	r, err := bundle.TrainBundle(ctx, train, val, bundle.BundleOptions{Out: *f.out, Size: *f.preset, Budget: *f.budget,
 		Validity: rule, Molecules: data.molecules, Seed: *f.seed,
-		Data: flow.Data{File: *f.graphs, Format: fmtName, ValFile: valFile}, Backend: backend, Hooks: hooks, Cond: cond, CondDrop: f.condDrop})
+		Data: flow.Data{File: *f.graphs, Format: fmtName, ValFile: valFile}, Backend: backend, Hooks: hooks, Cond: set, CondDrop: f.condDrop})
 	switch {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(stderr, "interrupted; run the same command again to continue (state in %s)\n", *f.out)

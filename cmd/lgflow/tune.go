@@ -64,8 +64,8 @@ func parseTune(args []string) (*tuneFlags, error) {
 	switch {
 	case *f.model == "":
 		return nil, usagef("need -model")
-	case *f.validity != "" && !slices.Contains(flow.ValidityRules, *f.validity):
-		return nil, usagef("unknown -validity %q (want %s)", *f.validity, strings.Join(flow.ValidityRules, ", "))
+	case *f.validity != "" && !slices.Contains(bundle.ValidityRules, *f.validity):
+		return nil, usagef("unknown -validity %q (want %s)", *f.validity, strings.Join(bundle.ValidityRules, ", "))
 	case *f.n <= 0:
 		return nil, usagef("-n must be positive")
 	case *f.budget < 0:

@@ -273,7 +273,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	}
 	var fm *flow.Model
 	if shipped {
-		fm, err = flow.OpenWith(o.bundle, ae)
+		fm, err = flow.Load(o.bundle, ae)
 	} else {
 		fm, err = flow.Load(flowPath, ae)
 	}
@@ -399,7 +399,7 @@ func sampleSMILES(ctx context.Context, o options, fm *flow.Model, s flow.Sampler
 		s.Decode = append(s.Decode, vae.WithEdgeConstraint(mol.MOSES.DatasetValenceOK))
 	}
 	nh := mol.InferAromaticNH(o.inferNH)
-	samples, err := flow.Sample(ctx, fm, o.n, flow.WithSampler(s), flow.WithSeed(o.seed), flow.WithProgress(bar(stderr, "sampling")))
+	samples, err := flow.Sample(ctx, fm, o.n, flow.WithSettings(func(p *flow.Sampler) { *p = s }), flow.WithSeed(o.seed), flow.WithProgress(bar(stderr, "sampling")))
 	if err != nil {
 		return nil, err
 	}
@@ -476,7 +476,7 @@ func trainVAE(ctx context.Context, o options, train, val []*graph.Graph, stderr 
 // trainFlow trains the "cpu" LG-Flow preset in the latent space of ae on
 // the prepared training set and returns the path of its checkpoint.
 func trainFlow(ctx context.Context, o options, ae *vae.Model, trainSet *vae.Dataset, stderr io.Writer) (string, error) {
-	cfg, err := flow.Preset("cpu", ae.Cfg.Latent)
+	cfg, err := flow.Preset("", "cpu", ae.Cfg.Latent)
 	if err != nil {
 		return "", err
 	}

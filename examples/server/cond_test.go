@@ -11,6 +11,7 @@ import (
 
 	"lgflow/dit"
 	"lgflow/flow"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/graph/mol"
 	"lgflow/tensor"
@@ -25,8 +26,8 @@ func conditionalModel(t *testing.T) *model {
 	t.Helper()
 	planar, _ := testModels(t)
 	ae := planar.flow.VAE
-	s := &flow.Condition{Labels: []string{"planar", "tree"}, Properties: []flow.Property{{Name: "edges", Mean: 140, Std: 20, Min: 100, Max: 180}}}
-	cfg, err := flow.Preset("tiny", ae.Cfg.Latent)
+	s := &cond.Schema{Labels: []string{"planar", "tree"}, Properties: []cond.Property{{Name: "edges", Mean: 140, Std: 20, Min: 100, Max: 180}}}
+	cfg, err := flow.Preset("", "tiny", ae.Cfg.Latent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +54,8 @@ func conditionalModel(t *testing.T) *model {
 // condition for an unconditional model, are 400s.
 func TestCondition(t *testing.T) {
 	planar, _ := testModels(t)
-	cond := conditionalModel(t)
-	s, err := newServer([]*model{cond, planar}, "cond", defaultLimits(1), nil)
+	cm := conditionalModel(t)
+	s, err := newServer([]*model{cm, planar}, "cond", defaultLimits(1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,13 +63,13 @@ func TestCondition(t *testing.T) {
 	t.Cleanup(ts.Close)
 	const n, seed, steps = 3, 2, 3
 	want := func(opts ...flow.SampleOption) []string {
-		gs, err := flow.Sample(context.Background(), cond.flow, n, append([]flow.SampleOption{flow.WithSeed(seed), flow.WithSettings(func(s *flow.Sampler) { s.Steps = steps })}, opts...)...)
+		gs, err := flow.Sample(context.Background(), cm.flow, n, append([]flow.SampleOption{flow.WithSeed(seed), flow.WithSettings(func(s *flow.Sampler) { s.Steps = steps })}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return g6s(gs)
 	}
-	tree := flow.WithCondition(flow.Cond{Label: "tree", Props: []float64{120}})
+	tree := flow.WithCondition(cond.Value{Label: "tree", Props: []float64{120}})
 	for _, c := range []struct {
 		name, condition string
 		guidance        string
@@ -81,7 +82,7 @@ func TestCondition(t *testing.T) {
 		{"prop= for the one property", `, "condition": "prop=120,label=tree"`, ``, "label=tree,edges=120", want(tree)},
 		{"an object", `, "condition": {"label": "tree", "edges": 120}`, ``, "label=tree,edges=120", want(tree)},
 		{"another label", `, "condition": {"label": "planar", "edges": 180}`, ``, "label=planar,edges=180",
-			want(flow.WithCondition(flow.Cond{Label: "planar", Props: []float64{180}}))},
+			want(flow.WithCondition(cond.Value{Label: "planar", Props: []float64{180}}))},
 		{"guidance", `, "condition": "label=tree,edges=120"`, `, "guidance": 2.5`, "label=tree,edges=120", want(tree, flow.WithGuidanceScale(2.5))},
 		{"guidance 0", `, "condition": "label=tree,edges=120"`, `, "guidance": 0`, "label=tree,edges=120", want(tree, flow.WithGuidanceScale(0))},
 	} {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"lgflow/flow"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/graph/mol"
 	"lgflow/graph/render"
@@ -155,7 +156,7 @@ type request struct {
 	// Format is graph6 (default), json, smiles or svg.
 	Format string `json:"format"`
 	// Condition is the condition of a conditional model's graphs: a
-	// string as flow.Condition.Parse reads it ("label=tree",
+	// string as cond.Schema.Parse reads it ("label=tree",
 	// "prop=170", "label=planar,edges=170"; "null": none), or an object
 	// ({"label": "tree", "edges": 170}). Absent or null: none, the
 	// model's unconditional distribution.
@@ -175,7 +176,7 @@ type job struct {
 	format string
 	// cond is the graphs' condition (nil: none), guidance the guidance
 	// scale (nil: the model's).
-	cond     *flow.Cond
+	cond     *cond.Value
 	guidance *float64
 }
 
@@ -247,7 +248,7 @@ func (s *server) parse(body []byte) (job, error) {
 	} else if ok {
 		c, err := fm.Cond.Parse(text)
 		if err != nil {
-			return job{}, badRequest("condition: %s", strings.TrimPrefix(err.Error(), "flow: "))
+			return job{}, badRequest("condition: %s", strings.TrimPrefix(err.Error(), "cond: "))
 		}
 		if !c.IsZero() {
 			j.cond = &c
@@ -265,7 +266,7 @@ func (s *server) parse(body []byte) (job, error) {
 	return j, nil
 }
 
-// conditionText returns a request's condition as flow.Condition.Parse
+// conditionText returns a request's condition as cond.Schema.Parse
 // reads it: a string as it is, an object's keys and values as
 // comma-separated key=value pairs; ok is false for none (absent, null).
 func conditionText(raw json.RawMessage) (text string, ok bool, err error) {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"lgflow/flow"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/graph/mol"
 	"lgflow/internal/atomicfile"
@@ -43,7 +44,7 @@ type BundleOptions struct {
 	// budget (tests, experiments).
 	VAESteps, FlowSteps int
 	// Validity is the rule V.U.N. counts valid graphs by
-	// (flow.ValidityRules; "": the strictest rule every training graph
+	// (ValidityRules; "": the strictest rule every training graph
 	// keeps, DetectValidity).
 	Validity string
 	// Molecules names the molecule encoding of graphs read from SMILES
@@ -70,7 +71,7 @@ type BundleOptions struct {
 	// measurement are those of an unconditional bundle: the recipe's
 	// figures are of unconditional samples (the null condition). A run
 	// that continues another must give the same conditions.
-	Cond *flow.Conditions
+	Cond *cond.Set
 	// CondDrop is the flow's condition dropout (flow.Config.CondDrop; 0:
 	// flow.DefaultCondDrop, negative: none). A run that continues another
 	// keeps the first run's unless it gives one.
@@ -105,7 +106,7 @@ type workState struct {
 	Budget string `json:"budget,omitempty"`
 	// Condition is the schema of the flow's conditions (nil:
 	// unconditional).
-	Condition *flow.Condition `json:"condition,omitempty"`
+	Condition *cond.Schema `json:"condition,omitempty"`
 }
 
 // DetectValidity returns the strictest validity rule every graph of gs
@@ -220,7 +221,7 @@ type bundleRun struct {
 	rule       string
 	valid      func(*graph.Graph) bool
 	plan       *Plan
-	schema     *flow.Condition // the conditions' schema; nil: unconditional
+	schema     *cond.Schema // the conditions' schema; nil: unconditional
 
 	work, statePath  string
 	st               *workState
@@ -477,7 +478,7 @@ func (r *bundleRun) recipe(ctx context.Context, fm *flow.Model) (*flow.Recipe, i
 	}
 	rec := &flow.Recipe{Format: flow.RecipeFormat, Alternatives: map[string]flow.Sampler{}}
 	plain := flow.Sampler{}
-	zs, err := flow.SampleLatents(ctx, fm, n, flow.WithSeed(r.st.Seed), flow.WithProgress(o.Hooks.Stage("sampling")))
+	zs, err := fm.SampleLatents(ctx, n, flow.WithSeed(r.st.Seed), flow.WithProgress(o.Hooks.Stage("sampling")))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -590,7 +591,7 @@ func (r *bundleRun) write(rec *flow.Recipe, vaePath, flowPath string) error {
 }
 
 // conditionText describes a bundle's conditions for messages.
-func conditionText(s *flow.Condition) string {
+func conditionText(s *cond.Schema) string {
 	if s == nil {
 		return "without conditions"
 	}
@@ -599,7 +600,7 @@ func conditionText(s *flow.Condition) string {
 
 // condTraining describes a conditional flow's training for the card: the
 // schema and the condition dropout ("" for an unconditional one).
-func condTraining(s *flow.Condition, c flow.Config) string {
+func condTraining(s *cond.Schema, c flow.Config) string {
 	if s == nil {
 		return ""
 	}
@@ -615,7 +616,7 @@ func condTraining(s *flow.Condition, c flow.Config) string {
 
 // condMeasured says, for a conditional flow, under which condition the
 // card's figures were measured.
-func condMeasured(s *flow.Condition) string {
+func condMeasured(s *cond.Schema) string {
 	if s == nil {
 		return ""
 	}

@@ -14,14 +14,14 @@ import (
 	"strconv"
 	"strings"
 
-	"lgflow/flow"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/metrics"
 )
 
 // ConditionTable holds the conditions of a set of graphs as the data
 // gives them, one row per graph, before a training set's
-// standardisation (flow.NewConditions, Conditions): a label, named
+// standardisation (cond.NewSet, Conditions): a label, named
 // real-valued properties, or both. ReadConditions reads it from a side
 // file, NodeLinkConditions from node-link JSON's graph attributes,
 // PropertyConditions computes built-in properties; Merge joins them.
@@ -110,14 +110,14 @@ func (t *ConditionTable) Merge(o *ConditionTable) (*ConditionTable, error) {
 }
 
 // Conditions returns the training conditions of t's graphs and their
-// schema (flow.NewConditions: the properties standardised by t's
+// schema (cond.NewSet: the properties standardised by t's
 // values).
-func (t *ConditionTable) Conditions() (*flow.Conditions, error) {
+func (t *ConditionTable) Conditions() (*cond.Set, error) {
 	var props [][]float64
 	if len(t.Names) > 0 {
 		props = t.Values
 	}
-	return flow.NewConditions(t.Labels, t.Names, props)
+	return cond.NewSet(t.Labels, t.Names, props)
 }
 
 // ReadConditions reads a condition file: one line per graph, in the

@@ -16,7 +16,11 @@ import (
 	"lgflow/tensor"
 )
 
-// ValidityTest returns the test of a validity rule (flow.ValidityRules):
+// ValidityRules are the validity rules ValidityTest knows, the names a
+// model card's Validity takes (flow.Card).
+var ValidityRules = []string{"planar", "tree", "dag", "connected", "molecule", "none"}
+
+// ValidityTest returns the test of a validity rule (ValidityRules):
 // planar (connected and planar, metrics.IsValidPlanar), tree, dag,
 // connected, molecule (the graph decodes to a valid molecule of enc, with
 // aromatic nitrogens read as [nH] where needed) or none (nil: every graph
@@ -42,7 +46,7 @@ func ValidityTest(rule string, enc *mol.Encoding) (func(*graph.Graph) bool, erro
 	case "none", "":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("bundle: unknown validity rule %q (want %s)", rule, strings.Join(flow.ValidityRules, ", "))
+	return nil, fmt.Errorf("bundle: unknown validity rule %q (want %s)", rule, strings.Join(ValidityRules, ", "))
 }
 
 // RuleConstraints returns the recipe constraints (flow.Sampler.Constraints)

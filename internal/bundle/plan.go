@@ -175,7 +175,7 @@ func PlanFor(d DataFacts, size string, ntrain int) (*Plan, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	fc, err := flow.Preset(flowSize, m.Latent)
+	fc, err := flow.Preset("", flowSize, m.Latent)
 	if err != nil {
 		return nil, err
 	}

@@ -216,12 +216,24 @@ func TestBetterAndFront(t *testing.T) {
 	if _, err := ValidityTest("chordal", nil); err == nil {
 		t.Error("an unknown rule accepted")
 	}
-	for _, rule := range flow.ValidityRules {
+	for _, rule := range ValidityRules {
+		// A model card takes every rule, and only these.
+		r := &flow.Recipe{Format: flow.RecipeFormat, Card: flow.Card{Validity: rule}}
+		if rule == "molecule" {
+			r.Card.Molecules = "moses"
+		}
+		if err := r.Validate(); err != nil {
+			t.Errorf("a card with validity %s: %v", rule, err)
+		}
 		if rule == "molecule" {
 			continue
 		}
 		if _, err := ValidityTest(rule, nil); err != nil {
 			t.Errorf("%s: %v", rule, err)
 		}
+	}
+	r := &flow.Recipe{Format: flow.RecipeFormat, Card: flow.Card{Validity: "chordal"}}
+	if err := r.Validate(); err == nil {
+		t.Error("a card with an unknown validity rule accepted")
 	}
 }

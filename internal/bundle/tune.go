@@ -348,7 +348,7 @@ func (t *tuner) eval(s flow.Sampler) (*TunePoint, error) {
 		}
 		began := time.Now()
 		var err error
-		zs, err = flow.SampleLatents(t.ctx, t.m, t.o.Samples, flow.WithSampler(integ), flow.WithSeed(t.o.Seed), flow.WithProgress(t.o.Hooks.Stage("sampling")))
+		zs, err = t.m.SampleLatents(t.ctx, t.o.Samples, flow.WithSettings(func(s *flow.Sampler) { *s = integ }), flow.WithSeed(t.o.Seed), flow.WithProgress(t.o.Hooks.Stage("sampling")))
 		switch {
 		case err != nil && (t.ctx.Err() != nil || errors.Is(err, tensor.ErrDevice) || t.best == nil):
 			return nil, err

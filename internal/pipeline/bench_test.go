@@ -43,7 +43,7 @@ func BenchmarkSampleScaling(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := flow.Preset("cpu", p.Model.Latent)
+	cfg, err := flow.Preset("", "cpu", p.Model.Latent)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -165,7 +165,7 @@ func edgeProperty(c string) bool { return c == "planar" || c == "forest" || c ==
 // options returns the flow.Sample options of the sampling (without
 // progress): the settings and the seed.
 func (r *sampling) options(o Options) []flow.SampleOption {
-	return []flow.SampleOption{flow.WithSampler(r.s), flow.WithSeed(o.Seed)}
+	return []flow.SampleOption{flow.WithSettings(func(s *flow.Sampler) { *s = r.s }), flow.WithSeed(o.Seed)}
 }
 
 // Splits holds a dataset's graphs as the pipeline uses them.
@@ -458,13 +458,13 @@ func shippedModels(spec Spec, vaePath, flowPath string) (string, string, error) 
 }
 
 // loadFlow loads the flow of a run: the bundle of the shipped models
-// (flow.OpenWith: the flow, its recipe and experts, bound to ae) when the
+// (flow.Load of the directory: the flow, its recipe and experts, bound to ae) when the
 // run samples with the shipped flow, else the flow at flowPath.
 func loadFlow(o Options, flowPath string, ae *vae.Model) (*flow.Model, error) {
 	if o.Train || o.FlowPath != "" {
 		return flow.Load(flowPath, ae)
 	}
-	return flow.OpenWith(filepath.Dir(flowPath), ae)
+	return flow.Load(filepath.Dir(flowPath), ae)
 }
 
 // reconBatch is the batch for reconstructing gs: 64 graphs of 64 nodes,

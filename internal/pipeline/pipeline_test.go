@@ -30,7 +30,7 @@ func tinyPresets(t *testing.T, directed bool, nodeClasses int) (*vae.Preset, *fl
 			Norm: vae.LayerNorm, KLWeight: 1e-6, LogVarInit: -6, ScaleEigvecs: true, Directed: directed, QPerGraph: directed},
 		Train: vae.TrainConfig{Steps: 3, BatchSize: 4, LR: 1e-3, MinLR: 1e-4, Warmup: 1, Beta1: 0.9, Beta2: 0.95, ValEvery: 2, CheckpointEvery: 2},
 	}
-	c, err := flow.Preset("tiny", 4)
+	c, err := flow.Preset("", "tiny", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestSpecs(t *testing.T) {
 		if vp, err := vae.PresetFor(name, "cpu"); err != nil || vp.Model.Directed != (s.Kind == metrics.DAG) {
 			t.Errorf("%s: cpu LG-VAE preset %v, directed %v", name, err, vp.Model.Directed)
 		}
-		if _, err := flow.PresetFor(name, "cpu", 16); err != nil {
+		if _, err := flow.Preset(name, "cpu", 16); err != nil {
 			t.Errorf("%s: cpu LG-Flow preset: %v", name, err)
 		}
 	}

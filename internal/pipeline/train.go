@@ -62,7 +62,7 @@ func Train(ctx context.Context, spec Spec, splits *Splits, o Options) (vaePath, 
 	var cfg flow.Config
 	if o.FlowConfig != nil {
 		cfg = *o.FlowConfig
-	} else if cfg, err = flow.PresetFor(spec.Name, size, ae.Cfg.Latent); err != nil {
+	} else if cfg, err = flow.Preset(spec.Name, size, ae.Cfg.Latent); err != nil {
 		return "", "", err
 	}
 	if o.FlowSteps > 0 {

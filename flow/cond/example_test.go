@@ -1,19 +1,19 @@
-package flow_test
+package cond_test
 
 import (
 	"fmt"
 
-	"lgflow/flow"
+	"lgflow/flow/cond"
 	"lgflow/graph"
 	"lgflow/metrics"
 )
 
-// ExampleNewConditions builds the conditions of a training set from its
+// ExampleNewSet builds the conditions of a training set from its
 // graphs' labels and two built-in properties, then reads a requested
 // condition as lgflow sample -cond gives it. Train takes the conditions
 // with the latents (flow.Latents.Cond) and a configuration made for them
 // (flow.Config.ForCondition).
-func ExampleNewConditions() {
+func ExampleNewSet() {
 	triangle, path := graph.New(3), graph.New(4)
 	triangle.MustAddEdge(0, 1)
 	triangle.MustAddEdge(1, 2)
@@ -26,7 +26,7 @@ func ExampleNewConditions() {
 	if err != nil {
 		panic(err)
 	}
-	conds, err := flow.NewConditions([]string{"cycle", "tree", "tree"}, []string{"edges", "triangles"}, props)
+	conds, err := cond.NewSet([]string{"cycle", "tree", "tree"}, []string{"edges", "triangles"}, props)
 	if err != nil {
 		panic(err)
 	}
@@ -45,5 +45,5 @@ func ExampleNewConditions() {
 	// edges: mean 3, std 1, trained on [3, 3], accepted in [2.5, 3.5]
 	// triangles: mean 0.333, std 0.471, trained on [0, 1], accepted in [-0.236, 1.24]
 	// label=tree,edges=3,triangles=0 <nil>
-	// flow: property edges = 5 is outside the range the model was trained on, [3, 3], by more than 0.5 standard deviations (1): allowed [2.5, 3.5]
+	// cond: property edges = 5 is outside the range the model was trained on, [3, 3], by more than 0.5 standard deviations (1): allowed [2.5, 3.5]
 }
