@@ -107,6 +107,10 @@ func unaryVec[T float](op UnaryOp, d, a []T, p0, p1 float64) {
 			d[i] = sigmoidT(a[i])
 		}
 	case UnaryReLU:
+		if useSIMD && is32[T]() {
+			reluVec32SIMD(f32s(d), f32s(a))
+			return
+		}
 		for i := range d {
 			if x := a[i]; x > 0 {
 				d[i] = x
@@ -339,6 +343,10 @@ func binaryVec[T float](op BinaryOp, d, a, b []T, alpha T) {
 			d[i] = a[i] + T(alpha*b[i]) // two roundings, as the vector kernel, in every build
 		}
 	case BinaryReLUGrad:
+		if useSIMD && is32[T]() {
+			reluGradVec32SIMD(f32s(d), f32s(a), f32s(b))
+			return
+		}
 		for i := range d {
 			if a[i] > 0 {
 				d[i] = b[i]

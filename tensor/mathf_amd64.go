@@ -98,6 +98,26 @@ func addScalarAVX2(d, a *float32, n int, s float32)
 //go:noescape
 func maskedMaxAVX2(row, keep *float32, n int) float32
 
+//go:noescape
+func reluAVX2(d, a *float32, n int)
+
+//go:noescape
+func reluGradAVX2(d, x, gy *float32, n int)
+
+// reluVec32SIMD sets d[i] = a[i] where a[i] > 0, else 0.
+func reluVec32SIMD(d, a []float32) {
+	if len(d) > 0 {
+		reluAVX2(&d[0], &a[:len(d)][0], len(d))
+	}
+}
+
+// reluGradVec32SIMD sets d[i] = gy[i] where x[i] > 0, else 0.
+func reluGradVec32SIMD(d, x, gy []float32) {
+	if len(d) > 0 {
+		reluGradAVX2(&d[0], &x[:len(d)][0], &gy[:len(d)][0], len(d))
+	}
+}
+
 // scaleVec32SIMD sets d[i] = a[i]·s.
 func scaleVec32SIMD(d, a []float32, s float32) {
 	if len(d) > 0 {

@@ -1208,3 +1208,31 @@ s4inf:
 	MOVB $0, ok+48(FP)
 	VZEROUPPER
 	RET
+
+// RELUBODY sets Y3 = max(x, 0) as the Go loop does: x where x > 0, else
+// +0 (for -0 and NaN too: MAXPS returns its second source, the zero in
+// Y11, unless the first is greater).
+#define RELUBODY VMAXPS Y11, Y0, Y3
+
+// func reluAVX2(d, a *float32, n int)
+TEXT ·reluAVX2(SB), NOSPLIT, $0-24
+	MOVQ d+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y11, Y11, Y11
+	UNARYLOOP(RELUBODY)
+
+// RELUGRADBODY sets Y3 = gy where x > 0, else 0 (x in Y0, gy in Y9;
+// ordered compare: NaN gives 0, as the Go loop).
+#define RELUGRADBODY \
+	VCMPPS $0x1e, Y11, Y0, Y3; \
+	VANDPS Y9, Y3, Y3
+
+// func reluGradAVX2(d, x, gy *float32, n int)
+TEXT ·reluGradAVX2(SB), NOSPLIT, $0-32
+	MOVQ d+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ gy+16(FP), DX
+	MOVQ n+24(FP), CX
+	VXORPS Y11, Y11, Y11
+	BINARYLOOP(RELUGRADBODY)

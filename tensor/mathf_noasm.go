@@ -27,6 +27,8 @@ func sumExpSub32SIMD(x []float32, m float32) float64    { panic(errNoSIMD) }
 func scaleVec32SIMD(d, a []float32, s float32)          { panic(errNoSIMD) }
 func addScalarVec32SIMD(d, a []float32, s float32)      { panic(errNoSIMD) }
 func maskedMax32SIMD(row, keep []float32) float32       { panic(errNoSIMD) }
+func reluVec32SIMD(d, a []float32)                      { panic(errNoSIMD) }
+func reluGradVec32SIMD(d, x, gy []float32)              { panic(errNoSIMD) }
 
 func gateResidualVec32SIMD(o, x, g, h []float32) { panic(errNoSIMD) }
 
