@@ -10,7 +10,7 @@ import (
 
 // BuiltinProperties are the names of the properties GraphProperties
 // computes from a graph, to build the conditions of a conditional flow
-// (flow.NewConditions) from data that carries none, and to measure how
+// (cond.NewSet) from data that carries none, and to measure how
 // well sampled graphs meet them (PropertyMAE). A directed graph's are its undirected view's, but
 // for the edge count.
 //
