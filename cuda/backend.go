@@ -73,6 +73,13 @@ func Init() (tensor.Backend, error) {
 // Default is Init returning the concrete *Backend, for the methods that are
 // not part of tensor.Backend (MemStats, SetTF32, Release, ...).
 func Default() (*Backend, error) {
+	initialise(0)
+	return theBackend, initErr
+}
+
+// initialise opens the process's backend on device ordinal, once: later
+// calls, whatever their ordinal, leave it as the first one opened it.
+func initialise(ordinal int) {
 	initOnce.Do(func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -83,12 +90,11 @@ func Default() (*Backend, error) {
 			initErr = errors.New(reason)
 			return
 		}
-		theBackend, initErr = open(defaultLibs, 0)
+		theBackend, initErr = open(defaultLibs, ordinal)
 		if initErr == nil {
 			tensor.Register(theBackend)
 		}
 	})
-	return theBackend, initErr
 }
 
 // Available reports whether the CUDA libraries load and a GPU is present,

@@ -18,6 +18,16 @@
 //	// every rank: forward and backward on its share of the batch, then
 //	err = dist.AllReduceSum(c, grads) // grads: the flat gradient buffer
 //
+// On GPUs, package lgflow/dist/nccl is the NCCL engine: a DeviceComm,
+// whose AllReduceSumDevice and BroadcastDevice sum and copy buffers in
+// device memory (DeviceBuffer) on the compute backend's stream (Device,
+// which package cuda's *Backend implements); trainer.AllReduceGrads and
+// trainer.BroadcastState take that path when the tensors live on the
+// communicator's device. Open does not return it: the GPU of a process
+// must be chosen (nccl.LocalRank, cuda.InitDevice) before the engine
+// opens, so a GPU command calls nccl.Open itself, with the Comm of Open as
+// its bootstrap under mpirun, or none under torchrun's convention.
+//
 // Every rank must make the same collective calls in the same order, with
 // the same buffer lengths and roots. Methods return errors and never panic
 // on bad input or a failed peer. A collective that does not complete

@@ -41,10 +41,88 @@ func GradBuffers(params []optim.Param) []*tensor.Tensor {
 	return out
 }
 
+// DeviceBackend is a tensor backend whose tensors live in the memory of a
+// dist.Device: package cuda's *Backend. When a Comm is a dist.DeviceComm
+// on that same device, AllReduceTensor, AllReduceGrads, BroadcastTensor
+// and BroadcastState hand it the tensors' device addresses (no copy
+// through the host); otherwise they go through host slices. Package
+// trainer never imports cuda: the backend is recognised by this interface.
+type DeviceBackend interface {
+	tensor.Backend
+	dist.Device
+	// DevicePointer returns the device address of t's first element; t
+	// must be a tensor of this backend.
+	DevicePointer(t *tensor.Tensor) (uintptr, error)
+}
+
+// DeviceBuffer returns the device buffer of t and c as a dist.DeviceComm
+// when c reduces device memory and t is a contiguous float tensor in the
+// memory of c's device; ok is false otherwise (use the host path). An
+// empty tensor's buffer has Len 0 and Ptr 0.
+func DeviceBuffer(c dist.Comm, t *tensor.Tensor) (dc dist.DeviceComm, buf dist.DeviceBuffer, ok bool, err error) {
+	dc, ok = c.(dist.DeviceComm)
+	if !ok {
+		return nil, buf, false, nil
+	}
+	b, ok := t.Backend().(DeviceBackend)
+	if !ok || !sameDevice(b, dc.Device()) || !t.IsContiguous() {
+		return nil, buf, false, nil
+	}
+	if dt := t.DType(); dt != tensor.Float32 && dt != tensor.Float64 {
+		return nil, buf, false, nil
+	}
+	if t.Size() == 0 {
+		return dc, dist.DeviceBuffer{Float64: t.DType() == tensor.Float64}, true, nil
+	}
+	p, err := b.DevicePointer(t)
+	if err != nil {
+		return nil, buf, false, fmt.Errorf("trainer: the device address of a tensor of shape %v: %w", t.Shape(), err)
+	}
+	return dc, dist.DeviceBuffer{Ptr: p, Len: t.Size(), Float64: t.DType() == tensor.Float64}, true, nil
+}
+
+// sameDevice reports whether the backend b is the device d (the same
+// value: a *cuda.Backend is both).
+func sameDevice(b DeviceBackend, d dist.Device) (same bool) {
+	defer func() {
+		if recover() != nil { // values of an incomparable type
+			same = false
+		}
+	}()
+	return d != nil && dist.Device(b) == d
+}
+
+// splitDevice sorts ts into the device buffers that c reduces in device
+// memory (DeviceBuffer) and the tensors that go through the host, each
+// in the order of ts.
+func splitDevice(c dist.Comm, ts []*tensor.Tensor) (dc dist.DeviceComm, dev []dist.DeviceBuffer, host []*tensor.Tensor, err error) {
+	for _, t := range ts {
+		d, buf, ok, err := DeviceBuffer(c, t)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if !ok {
+			host = append(host, t)
+			continue
+		}
+		if buf.Len > 0 {
+			dc, dev = d, append(dev, buf)
+		}
+	}
+	return dc, dev, host, nil
+}
+
 // AllReduceTensor replaces t, on every rank of c, by the elementwise sum of
-// every rank's t: in place for a contiguous CPU tensor, through a host copy
-// otherwise.
+// every rank's t: in device memory when c is a dist.DeviceComm on t's
+// device (DeviceBuffer), in place for a contiguous CPU tensor, through a
+// host copy otherwise.
 func AllReduceTensor(c dist.Comm, t *tensor.Tensor) error {
+	if dc, buf, ok, err := DeviceBuffer(c, t); err != nil || ok {
+		if err != nil || buf.Len == 0 {
+			return err
+		}
+		return dc.AllReduceSumDevice([]dist.DeviceBuffer{buf})
+	}
 	return onHost(t, func(h *tensor.Tensor) error {
 		if h.DType() == tensor.Float32 {
 			return c.AllReduceSum32(h.Data32())
@@ -53,14 +131,42 @@ func AllReduceTensor(c dist.Comm, t *tensor.Tensor) error {
 	})
 }
 
-// BroadcastTensor copies t of rank root into t of every other rank of c.
+// BroadcastTensor copies t of rank root into t of every other rank of c
+// (device to device when c is a dist.DeviceComm on t's device).
 func BroadcastTensor(c dist.Comm, t *tensor.Tensor, root int) error {
+	if dc, buf, ok, err := DeviceBuffer(c, t); err != nil || ok {
+		if err != nil || buf.Len == 0 {
+			return err
+		}
+		return dc.BroadcastDevice([]dist.DeviceBuffer{buf}, root)
+	}
 	return onHost(t, func(h *tensor.Tensor) error {
 		if h.DType() == tensor.Float32 {
 			return c.Broadcast32(h.Data32(), root)
 		}
 		return c.Broadcast64(h.Data64(), root)
 	})
+}
+
+// broadcastTensors broadcasts ts from root: the device buffers in one
+// device call (one NCCL group), then the others one by one, in order.
+// Every rank must hold the same tensors on the same kind of backend.
+func broadcastTensors(c dist.Comm, ts []*tensor.Tensor, root int) error {
+	dc, dev, host, err := splitDevice(c, ts)
+	if err != nil {
+		return err
+	}
+	if len(dev) > 0 {
+		if err := dc.BroadcastDevice(dev, root); err != nil {
+			return err
+		}
+	}
+	for _, t := range host {
+		if err := BroadcastTensor(c, t, root); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // onHost runs fn on t itself when it is a contiguous CPU tensor, otherwise
@@ -78,11 +184,27 @@ func onHost(t *tensor.Tensor, fn func(h *tensor.Tensor) error) error {
 }
 
 // AllReduceGrads sums the gradients of params over the ranks of c, in
-// place (one all-reduce per flat buffer, GradBuffers).
+// place, one flat buffer at a time (GradBuffers). When c is a
+// dist.DeviceComm on the device holding the buffers (package dist/nccl on
+// the CUDA backend), they are summed in device memory in one call, on the
+// backend's stream, with no copy through the host; otherwise through host
+// slices (the CPU backend, MPI).
 func AllReduceGrads(c dist.Comm, params []optim.Param) error {
-	for _, g := range GradBuffers(params) {
+	wrap := func(err error) error {
+		return fmt.Errorf("trainer: summing gradients over %d ranks: %w", c.Size(), err)
+	}
+	dc, dev, host, err := splitDevice(c, GradBuffers(params))
+	if err != nil {
+		return wrap(err)
+	}
+	if len(dev) > 0 {
+		if err := dc.AllReduceSumDevice(dev); err != nil {
+			return wrap(err)
+		}
+	}
+	for _, g := range host {
 		if err := AllReduceTensor(c, g); err != nil {
-			return fmt.Errorf("trainer: summing gradients over %d ranks: %w", c.Size(), err)
+			return wrap(err)
 		}
 	}
 	return nil
@@ -99,19 +221,23 @@ func BroadcastState(c dist.Comm, m nn.Module, opt *optim.AdamW, extra map[string
 		return nil
 	}
 	wrap := func(err error) error { return fmt.Errorf("trainer: broadcasting rank 0's training state: %w", err) }
+	var ts []*tensor.Tensor
 	for _, sd := range []map[string]*tensor.Tensor{nn.StateDict(m), extra} {
 		for _, k := range slices.Sorted(maps.Keys(sd)) {
-			if err := BroadcastTensor(c, sd[k], 0); err != nil {
-				return wrap(err)
-			}
+			ts = append(ts, sd[k])
 		}
+	}
+	if err := broadcastTensors(c, ts, 0); err != nil {
+		return wrap(err)
 	}
 	if opt != nil {
 		osd := opt.StateDict()
+		ts = ts[:0]
 		for _, k := range slices.Sorted(maps.Keys(osd)) {
-			if err := BroadcastTensor(c, osd[k], 0); err != nil {
-				return wrap(err)
-			}
+			ts = append(ts, osd[k])
+		}
+		if err := broadcastTensors(c, ts, 0); err != nil {
+			return wrap(err)
 		}
 		if c.Rank() != 0 {
 			if err := opt.LoadStateDict(osd); err != nil {

@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"lgflow/dist"
+	"lgflow/internal/cli"
+	"lgflow/tensor"
 )
 
 // openComm returns the communicator of a training command (dist.Open):
@@ -18,6 +20,29 @@ func openComm() (dist.Comm, error) {
 	return c, nil
 }
 
+// openTraining returns the communicator and the backend of a training
+// command (train-vae, train-flow): openComm's communicator and -device's
+// backend, or on a GPU in a job of several processes NCCL's communicator
+// (cli.Device.TrainBackend). done closes what it opened at the end of a
+// command that returns *err (closeComm).
+func openTraining(device *cli.Device) (comm dist.Comm, be tensor.Backend, done func(*error), err error) {
+	boot, err := openComm()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	be, comm, err = device.TrainBackend(rankOut(boot, stderr), boot)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	done = func(err *error) {
+		if comm != boot {
+			closeComm(comm, err)
+		}
+		closeComm(boot, err)
+	}
+	return comm, be, done, nil
+}
+
 // closeComm closes c at the end of a command that returns *err: on
 // success (a collective on every rank); after an error it leaves c open,
 // so that the process exits non-zero at once and the launcher ends the
@@ -27,7 +52,7 @@ func closeComm(c dist.Comm, err *error) {
 		return
 	}
 	if cerr := c.Close(); cerr != nil {
-		*err = fmt.Errorf("closing the MPI communicator: %w", cerr)
+		*err = fmt.Errorf("closing the communicator of the job's processes: %w", cerr)
 	}
 }
 

@@ -328,3 +328,34 @@ func TestDataParallelRankKilled(t *testing.T) {
 		t.Errorf("resumed after the kill: relative weight difference %.3g in %s, want <= 1e-5", d, where)
 	}
 }
+
+// TestTorchrunLaunch checks what a torchrun-style launch (RANK and
+// WORLD_SIZE set, no mpirun) does without a GPU: lgflow train, a
+// one-process pipeline, refuses it; train-flow on -device cuda needs the
+// GPU of its local rank before it meets the other ranks, and says so when
+// there is none (no rank waits for a rendezvous that cannot happen).
+func TestTorchrunLaunch(t *testing.T) {
+	t.Setenv("RANK", "1")
+	t.Setenv("WORLD_SIZE", "2")
+	t.Setenv("LOCAL_RANK", "1")
+	t.Setenv("MASTER_ADDR", "127.0.0.1")
+	t.Setenv("MASTER_PORT", "1")
+	t.Setenv("LGFLOW_CUDA_DISABLE", "1")
+	dir := t.TempDir()
+	g6 := filepath.Join(dir, "g.g6")
+	if err := os.WriteFile(g6, []byte("Bw\nBw\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "train", "-graphs", g6, "-out", filepath.Join(dir, "m"), "-budget", "1s")
+	if code == 0 || !strings.Contains(errOut, "one process") || !strings.Contains(errOut, "WORLD_SIZE=2") {
+		t.Errorf("lgflow train under torchrun: exit %d, %q", code, errOut)
+	}
+	start := time.Now()
+	code, _, errOut = run(t, "train-flow", "-vae", filepath.Join(dir, "none.safetensors"), "-dataset", "planar", "-out", filepath.Join(dir, "f"), "-device", "cuda")
+	if code == 0 || !strings.Contains(errOut, "cuda") {
+		t.Errorf("train-flow -device cuda under torchrun without a GPU: exit %d, %q", code, errOut)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("train-flow took %v to fail", d)
+	}
+}

@@ -99,21 +99,17 @@ func runTrainFlow(ctx context.Context, args []string) (err error) {
 	if *vaePath == "" || data.Dataset == "" || *out == "" {
 		return usagef("need -vae, -dataset and -out")
 	}
-	comm, err := openComm()
-	if err != nil {
-		return err
-	}
-	defer closeComm(comm, &err)
-	stderr := rankOut(comm, stderr)
 	set := visited(fs)
 	condDrop, err := conds.dropout(set["cond-drop"])
 	if err != nil {
 		return err
 	}
-	backend, err := device.Backend(stderr, true)
+	comm, backend, done, err := openTraining(device)
 	if err != nil {
 		return err
 	}
+	defer done(&err)
+	stderr := rankOut(comm, stderr)
 	ae, err := vae.Load(*vaePath)
 	if err != nil {
 		return err

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"lgflow/dist/nccl"
 	"lgflow/flow"
 	"lgflow/flow/cond"
 	"lgflow/graph"
@@ -79,6 +81,9 @@ func runTrain(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer closeComm(comm, &err)
+	if ws := os.Getenv("WORLD_SIZE"); comm.Size() == 1 && nccl.TorchrunEnv() && ws != "1" {
+		return fmt.Errorf("lgflow train runs on one process (started torchrun-style, WORLD_SIZE=%s): train the stages with train-vae and train-flow", ws)
+	}
 	if comm.Size() > 1 {
 		// The bundle pipeline (tuning, sampling, evaluation) runs on one
 		// process; its two training stages are data parallel through

@@ -113,16 +113,12 @@ func runTrainVAE(ctx context.Context, args []string) (err error) {
 	if data.Dataset == "" || *out == "" {
 		return usagef("need -dataset and -out")
 	}
-	comm, err := openComm()
+	comm, backend, done, err := openTraining(device)
 	if err != nil {
 		return err
 	}
-	defer closeComm(comm, &err)
+	defer done(&err)
 	stderr := rankOut(comm, stderr)
-	backend, err := device.Backend(stderr, true)
-	if err != nil {
-		return err
-	}
 	run := defaultVAERun
 	config.Apply(nil, nil, &run)
 	p, err := vaePreset(*preset, visited(fs)["preset"], data.Dataset, config, filepath.Join(*out, vae.StateFile))

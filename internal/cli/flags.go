@@ -27,6 +27,8 @@ import (
 	"strings"
 
 	"lgflow/cuda"
+	"lgflow/dist"
+	"lgflow/dist/nccl"
 	"lgflow/flow"
 	"lgflow/graph/datasets"
 	"lgflow/internal/bundle"
@@ -101,6 +103,43 @@ func (d *Device) Backend(log io.Writer, train bool) (tensor.Backend, error) {
 	fmt.Fprintf(log, "cuda: %s (sm_%d%d, %.1f GiB), kernels for %s, TF32 %v\n", info.Name, info.ComputeCapability[0], info.ComputeCapability[1],
 		float64(info.TotalMemory)/(1<<30), info.Arch, gpu.TF32())
 	return be, nil
+}
+
+// TrainBackend is Backend for a training command whose processes form
+// the job of communicator c (dist.Open's: under mpirun the MPI job, else
+// one process). In a job of several processes on -device cuda (under
+// mpirun, or started torchrun-style: RANK, WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT) every process takes the GPU of its local rank
+// (nccl.LocalRank, cuda.DeviceForLocalRank) and the training steps sum
+// their gradients with NCCL in device memory: the returned communicator
+// is NCCL's (nccl.Open; its unique id sent over c under MPI, else by the
+// torchrun rendezvous), which the caller closes before c. Otherwise it
+// returns c itself.
+func (d *Device) TrainBackend(log io.Writer, c dist.Comm) (tensor.Backend, dist.Comm, error) {
+	if d.Name != "cuda" || c.Size() == 1 && !nccl.TorchrunEnv() {
+		be, err := d.Backend(log, true)
+		return be, c, err
+	}
+	lr, _, err := nccl.LocalRank()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := cuda.InitDevice(cuda.DeviceForLocalRank(lr)); err != nil {
+		return nil, nil, err
+	}
+	be, err := d.Backend(log, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	var boot dist.Comm
+	if c.Size() > 1 {
+		boot = c
+	}
+	nc, err := nccl.Open(nccl.Options{Device: d.gpu, Bootstrap: boot})
+	if err != nil {
+		return nil, nil, err
+	}
+	return be, nc, nil
 }
 
 // Describe names the GPU Backend chose, "" for the CPU.
