@@ -59,6 +59,21 @@ func unaryRange[T float](j *job, lo, hi int) {
 	}
 }
 
+// reluVec sets d[i] = a[i] where a[i] > 0, else 0.
+func reluVec[T float](d, a []T) {
+	if useSIMD && is32[T]() {
+		reluVec32SIMD(f32s(d), f32s(a))
+		return
+	}
+	for i := range d {
+		if x := a[i]; x > 0 {
+			d[i] = x
+		} else {
+			d[i] = 0
+		}
+	}
+}
+
 // unaryVec sets d[i] = op(a[i]); d and a have equal length and may be the
 // same slice.
 func unaryVec[T float](op UnaryOp, d, a []T, p0, p1 float64) {
@@ -107,17 +122,7 @@ func unaryVec[T float](op UnaryOp, d, a []T, p0, p1 float64) {
 			d[i] = sigmoidT(a[i])
 		}
 	case UnaryReLU:
-		if useSIMD && is32[T]() {
-			reluVec32SIMD(f32s(d), f32s(a))
-			return
-		}
-		for i := range d {
-			if x := a[i]; x > 0 {
-				d[i] = x
-			} else {
-				d[i] = 0
-			}
-		}
+		reluVec(d, a)
 	case UnaryGELU:
 		if is32[T]() {
 			geluVec32(f32s(d), f32s(a))

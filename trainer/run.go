@@ -246,6 +246,54 @@ func agreeStop(c dist.Comm, cancelled, overtime bool) (bool, bool, error) {
 	return buf[0] > 0, buf[1] > 0, nil
 }
 
+// batcher gives the batches of a Loop by step: BatchOrder's, or with
+// Loop.Sizes BatchesBySize's, whose epoch it keeps.
+type batcher struct {
+	l       *Loop
+	epoch   int
+	batches [][]int
+}
+
+// at returns the batch of step.
+func (b *batcher) at(step int) []int {
+	l := b.l
+	if l.Sizes == nil {
+		return BatchOrder(l.BatchSeed, l.N, l.BatchSize, step)
+	}
+	per := max(l.N/l.BatchSize, 1)
+	if e := step / per; e != b.epoch {
+		b.batches, b.epoch = BatchesBySize(l.BatchSeed, l.Sizes, l.BatchSize, e), e
+	}
+	return b.batches[step%per]
+}
+
+// validate runs l.Validate after step st.Step when the cadence (ValEvery,
+// and the last step) says so, keeps the best score in st and saves it
+// (SaveBest), and returns the score (nil when it did not run). A
+// validation cut short by cancellation writes a checkpoint.
+func validate(ctx context.Context, l *Loop, st *RunState, checkpoint func() error) (*Score, error) {
+	if l.Validate == nil || l.ValEvery <= 0 || st.Step%l.ValEvery != 0 && st.Step != l.Steps {
+		return nil, nil
+	}
+	s, err := l.Validate(ctx, st.Step)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errors.Join(err, checkpoint())
+		}
+		return nil, fmt.Errorf("validation at step %d: %w", st.Step, err)
+	}
+	if st.Best == nil || s.better(*st.Best, l.TiesToLater) {
+		best := s
+		st.Best = &best
+		if l.SaveBest != nil {
+			if err := l.SaveBest(st.Step, s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &s, nil
+}
+
 // Run trains from st (the zero RunState for a new run, or the one a
 // checkpoint gives back through State.Run) until l.Steps, and returns the
 // final state. When ctx is cancelled it writes a checkpoint and returns
@@ -263,20 +311,7 @@ func Run(ctx context.Context, st RunState, l Loop) (RunState, error) {
 	case l.Sizes != nil && len(l.Sizes) != l.N:
 		return st, fmt.Errorf("trainer: %d sizes for %d items", len(l.Sizes), l.N)
 	}
-	var (
-		epochBatches [][]int
-		batchesEpoch = -1
-	)
-	batchAt := func(step int) []int {
-		if l.Sizes == nil {
-			return BatchOrder(l.BatchSeed, l.N, l.BatchSize, step)
-		}
-		per := max(l.N/l.BatchSize, 1)
-		if e := step / per; e != batchesEpoch {
-			epochBatches, batchesEpoch = BatchesBySize(l.BatchSeed, l.Sizes, l.BatchSize, e), e
-		}
-		return epochBatches[step%per]
-	}
+	batchAt := (&batcher{l: &l, epoch: -1}).at
 	logEvery := l.LogEvery
 	if logEvery <= 0 {
 		logEvery = 50
@@ -346,25 +381,13 @@ func Run(ctx context.Context, st RunState, l Loop) (RunState, error) {
 		}
 		st.Step++
 
-		validated := false
-		if l.Validate != nil && l.ValEvery > 0 && (st.Step%l.ValEvery == 0 || st.Step == l.Steps) {
-			s, err := l.Validate(ctx, st.Step)
-			if err != nil {
-				if ctx.Err() != nil {
-					return st, errors.Join(err, checkpoint())
-				}
-				return st, fmt.Errorf("validation at step %d: %w", st.Step, err)
-			}
-			last, validated = &s, true
-			if st.Best == nil || s.better(*st.Best, l.TiesToLater) {
-				best := s
-				st.Best = &best
-				if l.SaveBest != nil {
-					if err := l.SaveBest(st.Step, s); err != nil {
-						return st, err
-					}
-				}
-			}
+		s, err := validate(ctx, &l, &st, checkpoint)
+		if err != nil {
+			return st, err
+		}
+		validated := s != nil
+		if validated {
+			last = s
 		}
 		if l.CheckpointEvery > 0 && st.Step%l.CheckpointEvery == 0 {
 			if err := checkpoint(); err != nil {
