@@ -1,20 +1,22 @@
 package tensor
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"lgflow/internal/parallel"
 )
 
-// The CPU backend parallelises large kernels over a package-level pool of
-// GOMAXPROCS-1 worker goroutines, started when first needed (and more if
-// GOMAXPROCS grows); the calling goroutine always takes part. A kernel is described by a pooled *job (so a call
-// allocates nothing), split into chunks claimed with an atomic counter: the
-// caller claims chunks too and waits only for chunks already running, so
-// nested parallel kernels cannot deadlock. Chunk boundaries depend only on the
-// problem size, never on the number of workers, which keeps reductions
-// bitwise reproducible across machines.
+// The CPU backend parallelises large kernels over the GOMAXPROCS-1 helper
+// goroutines of package parallel (shared with the GEMM and the column
+// splits; see parallel.Offer); the calling goroutine always takes part. A
+// kernel is described by a pooled *job (so a call allocates nothing), split
+// into chunks claimed with an atomic counter: the caller claims chunks too
+// and waits only for chunks already running, so nested parallel kernels
+// cannot deadlock. Chunk boundaries depend only on the problem size, never
+// on the number of workers, which keeps reductions bitwise reproducible
+// across machines.
 
 const (
 	maxChunks = 64 // chunks per job, and per-chunk partial results
@@ -33,6 +35,7 @@ type job struct {
 	n    [6]int
 	b    [2]bool
 	idx  []int32
+	csr  EdgeCSR
 	w    []float32
 	l    loop
 	l2   loop
@@ -45,35 +48,10 @@ type job struct {
 	total   int           // range [0,total) split into chunks
 	chunk   int
 	nchunks int
-	wg      sync.WaitGroup
+	wg      parallel.Count
 }
 
-var (
-	jobPool   = sync.Pool{New: func() any { return new(job) }}
-	poolMu    sync.Mutex
-	poolQueue = make(chan *job, 1024)
-	nWorkers  atomic.Int32 // workers started so far
-)
-
-// workers returns the number of helper goroutines a parallel kernel may
-// use now, GOMAXPROCS-1, starting more if GOMAXPROCS has grown. Workers are
-// never stopped; when GOMAXPROCS shrinks, fewer of them are asked to help.
-func workers() int {
-	want := runtime.GOMAXPROCS(0) - 1
-	if int(nWorkers.Load()) < want {
-		poolMu.Lock()
-		for int(nWorkers.Load()) < want {
-			nWorkers.Add(1)
-			go func() {
-				for j := range poolQueue {
-					j.work()
-				}
-			}()
-		}
-		poolMu.Unlock()
-	}
-	return want
-}
+var jobPool = sync.Pool{New: func() any { return new(job) }}
 
 // getJob returns a cleared job from the pool.
 func getJob(fn func(*job, int, int)) *job {
@@ -87,8 +65,12 @@ func putJob(j *job) {
 	j.fn = nil
 	j.t = [8]*Tensor{}
 	j.idx, j.w, j.s64, j.s32 = nil, nil, nil, nil
+	j.csr = EdgeCSR{}
 	jobPool.Put(j)
 }
+
+// Help is work, for the helper goroutines of package parallel.
+func (j *job) Help() { j.work() }
 
 // work claims and runs chunks until none are left.
 func (j *job) work() {
@@ -131,7 +113,7 @@ func (j *job) run(n, grain int) int {
 		}
 		return nchunks
 	}
-	nw := workers()
+	nw := parallel.Helpers()
 	if nw == 0 {
 		for c := range nchunks {
 			j.fn(j, c*chunk, min((c+1)*chunk, n))
@@ -141,13 +123,9 @@ func (j *job) run(n, grain int) int {
 	j.wg.Add(nchunks)
 	gen := (j.state.Load() >> 32) + 1
 	j.state.Store(gen<<32 | uint64(nchunks))
-	for range min(nw, nchunks-1) {
-		select {
-		case poolQueue <- j:
-		default:
-		}
-	}
+	t := parallel.Offer(j, min(nw, nchunks-1))
 	j.work()
+	parallel.Withdraw(t)
 	j.wg.Wait()
 	return nchunks
 }

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestCover: every column and row is visited exactly once, in blocks that
@@ -54,6 +55,63 @@ func TestColsAligned(t *testing.T) {
 	for _, s := range starts {
 		if s%16 != 0 {
 			t.Errorf("block starts at %d, not a multiple of 16", s)
+		}
+	}
+}
+
+// TestNestedConcurrent: splits called from several goroutines at once, and
+// from inside other splits, each cover their range exactly once (the
+// helpers take the offers of all of them).
+func TestNestedConcurrent(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	const outer, inner = 8, 1000
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rep := range 50 {
+				var seen [outer][inner]int32
+				Rows(outer, MinWork, func(lo, hi int) {
+					for i := lo; i < hi; i++ {
+						Cols(inner, MinWork, func(clo, chi int) {
+							for c := clo; c < chi; c++ {
+								seen[i][c]++
+							}
+						})
+					}
+				})
+				for i := range outer {
+					for c, s := range seen[i] {
+						if s != 1 {
+							t.Errorf("goroutine %d, rep %d: (%d, %d) visited %d times", g, rep, i, c, s)
+							return
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestCountWait: Wait returns only when every piece is done, also when the
+// pieces outlast the spin.
+func TestCountWait(t *testing.T) {
+	var c Count
+	var done [3]bool
+	c.Add(3)
+	for i := range 3 {
+		go func() {
+			time.Sleep(time.Duration(i) * SpinTime)
+			done[i] = true
+			c.Done()
+		}()
+	}
+	c.Wait()
+	for i, d := range done {
+		if !d {
+			t.Errorf("piece %d not done when Wait returned", i)
 		}
 	}
 }

@@ -28,9 +28,10 @@
 // The environment variable LGFLOW_GEMM (read once at start-up) may name a
 // supported kernel ("avx2" or "go") to use instead of the best one.
 //
-// Large products are split over a fixed pool of runtime.GOMAXPROCS(0)
-// goroutines, started on first use, which take cache-block-sized tasks from
-// shared counters. Tiny products (below about 10^3 multiply-adds with the
+// Large products are split over up to runtime.GOMAXPROCS(0) goroutines, the
+// caller and the helper goroutines of lgflow/internal/parallel (shared with
+// the tensor kernels), which take cache-block-sized tasks from shared
+// counters. Tiny products (below about 10^3 multiply-adds with the
 // assembly kernels, 16^3 with the Go one; measured crossovers) take a direct
 // path with no packing. The float32 assembly kernels also have direct forms
 // that read op(A) in place instead of from a packed panel, with the same

@@ -152,6 +152,9 @@ func (j *job[T]) set(kn *kernel[T], nw int, transA, transB bool, m, n, k int, al
 	j.slices = kSlices(kn, m, n, k)
 	j.kInner = j.slices == 1 && nw > 1 && useKInner(kn, n, k)
 	j.mcTask, j.rowChunks, j.gn = splitTasks(nw, m, min(n, kn.nc), kn.mr, kn.nr, kn.mc)
+	if j.kInner && m <= kn.mc && (j.directA || m <= n) {
+		j.mcTask, j.rowChunks, j.gn = splitTasksKInner(nw, m, n, kn.mr, kn.nr, kn.mc)
+	}
 	j.packNext.Store(0)
 	j.packDone.Store(0)
 	j.taskNext.Store(0)
@@ -173,6 +176,23 @@ func splitTasks(nw, m, n, mr, nr, mc int) (mcTask, rowChunks, gn int) {
 		gn = max(1, min(ceilDiv(want, rowChunks), ceilDiv(n, nr)))
 	}
 	return mcTask, rowChunks, gn
+}
+
+// splitTasksKInner is splitTasks for the k-inner order (runKInner) of a
+// product whose rows fit one packed A block (m <= mc), where every task
+// packs its own columns of op(B) at every k block: each row chunk more
+// packs all of op(B) once more, while each column group more reads op(A)
+// once more, in place with directA (else it packs its m rows again, which
+// set allows only when m <= n). So the tasks are column groups of whole
+// micro-panels, up to three per worker, and the rows are split only when
+// there are fewer panels than workers. (A weight gradient of 64 x 64 x 2048
+// on two threads: 218 us in six row chunks, 72 us in two column groups;
+// one thread takes 146 us.)
+func splitTasksKInner(nw, m, n, mr, nr, mc int) (mcTask, rowChunks, gn int) {
+	gn = max(1, min(3*nw, ceilDiv(n, nr)))
+	rowChunks = max(1, min(ceilDiv(nw, gn), ceilDiv(m, mr)))
+	mcTask = min(mc, ceilDiv(ceilDiv(m, rowChunks), mr)*mr)
+	return mcTask, ceilDiv(m, mcTask), gn
 }
 
 // grab takes the next ticket of counter below end, if any.
