@@ -79,6 +79,14 @@ func Kernel() string { return sKern.name }
 // row length, or a slice is too short for the matrix it holds. a and b may
 // overlap each other but must not overlap c. Large products use all
 // runtime.GOMAXPROCS(0) threads; Sgemm may be called concurrently.
+//
+// The assembly micro-kernels (Kernel "avx512" and "avx2") flush denormals
+// to zero, in their operands and in their results (MXCSR DAZ and FTZ for
+// the call): a denormal costs the x86 cores a microcode assist of hundreds
+// of cycles, and a trained network's gradients hold thousands of them,
+// which made weight-gradient products up to 40x slower. Magnitudes under
+// 2^-126 (1.2e-38) then count as zero; the Go kernel and the small-product
+// path keep them.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	gemm(&sState, sKern, 0, "Sgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, nil, c, ldc)
 }

@@ -198,7 +198,18 @@ func gen(w *bytes.Buffer, s spec, f form) {
 	} else {
 		fmt.Fprintf(w, "//\n// func %s(kc int, a, b, c *%s, ldc int, alpha, beta %s, bias *%s)\n", name, s.goType, s.goType, s.goType)
 	}
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-%d\n", name, frame)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $8-%d\n", name, frame)
+	if s.goType == "float32" {
+		p("// Flush denormals to zero (MXCSR FTZ and DAZ) for the call: a")
+		p("// denormal operand or result costs a microcode assist, hundreds of")
+		p("// cycles, and weight gradients hold thousands of them. The")
+		p("// caller's MXCSR comes back before every RET.")
+		p("STMXCSR mxcsr-4(SP)")
+		p("MOVL mxcsr-4(SP), AX")
+		p("ORL $0x8040, AX")
+		p("MOVL AX, ftz-8(SP)")
+		p("LDMXCSR ftz-8(SP)")
+	}
 	p("MOVQ kc+0(FP), CX")
 	p("MOVQ a+8(FP), AX")
 	if direct {
@@ -359,6 +370,9 @@ func gen(w *bytes.Buffer, s spec, f form) {
 		}
 	}
 	p("VZEROUPPER")
+	if s.goType == "float32" {
+		p("LDMXCSR mxcsr-4(SP)")
+	}
 	p("RET")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "addbias:")
@@ -381,5 +395,8 @@ func gen(w *bytes.Buffer, s spec, f form) {
 		}
 	}
 	p("VZEROUPPER")
+	if s.goType == "float32" {
+		p("LDMXCSR mxcsr-4(SP)")
+	}
 	p("RET")
 }

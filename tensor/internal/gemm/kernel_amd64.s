@@ -7,7 +7,16 @@
 // 6x16 float32 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.
 //
 // func sgemmKernelAVX2(kc int, a, b, c *float32, ldc int, alpha, beta float32, bias *float32)
-TEXT ·sgemmKernelAVX2(SB), NOSPLIT, $0-56
+TEXT ·sgemmKernelAVX2(SB), NOSPLIT, $8-56
+	// Flush denormals to zero (MXCSR FTZ and DAZ) for the call: a
+	// denormal operand or result costs a microcode assist, hundreds of
+	// cycles, and weight gradients hold thousands of them. The
+	// caller's MXCSR comes back before every RET.
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), AX
+	ORL $0x8040, AX
+	MOVL AX, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -224,6 +233,7 @@ epilogue:
 	VMOVUPS Y10, 0(DI)
 	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 addbias:
@@ -261,13 +271,23 @@ storeonly:
 	VMOVUPS Y10, 0(DI)
 	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // 6x16 float32 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.
 // Direct form: A is read in place, row i at a + i*lda.
 //
 // func sgemmKernelAVX2Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
-TEXT ·sgemmKernelAVX2Direct(SB), NOSPLIT, $0-64
+TEXT ·sgemmKernelAVX2Direct(SB), NOSPLIT, $8-64
+	// Flush denormals to zero (MXCSR FTZ and DAZ) for the call: a
+	// denormal operand or result costs a microcode assist, hundreds of
+	// cycles, and weight gradients hold thousands of them. The
+	// caller's MXCSR comes back before every RET.
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), AX
+	ORL $0x8040, AX
+	MOVL AX, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R11
@@ -490,6 +510,7 @@ epilogue:
 	VMOVUPS Y10, 0(DI)
 	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 addbias:
@@ -527,13 +548,23 @@ storeonly:
 	VMOVUPS Y10, 0(DI)
 	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // 6x16 float32 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.
 // Transposed direct form: A is read in place, stored k x m, element (i, p) at a + p*lda + i.
 //
 // func sgemmKernelAVX2DirectT(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
-TEXT ·sgemmKernelAVX2DirectT(SB), NOSPLIT, $0-64
+TEXT ·sgemmKernelAVX2DirectT(SB), NOSPLIT, $8-64
+	// Flush denormals to zero (MXCSR FTZ and DAZ) for the call: a
+	// denormal operand or result costs a microcode assist, hundreds of
+	// cycles, and weight gradients hold thousands of them. The
+	// caller's MXCSR comes back before every RET.
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), AX
+	ORL $0x8040, AX
+	MOVL AX, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R11
@@ -761,6 +792,7 @@ epilogue:
 	VMOVUPS Y10, 0(DI)
 	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 addbias:
@@ -798,13 +830,23 @@ storeonly:
 	VMOVUPS Y10, 0(DI)
 	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // 6x16 float32 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.
 // Direct form with B in place: row i of A at a + i*lda, row p of B at b + p*ldb.
 //
 // func sgemmKernelAVX2DirectB(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, bias *float32)
-TEXT ·sgemmKernelAVX2DirectB(SB), NOSPLIT, $0-72
+TEXT ·sgemmKernelAVX2DirectB(SB), NOSPLIT, $8-72
+	// Flush denormals to zero (MXCSR FTZ and DAZ) for the call: a
+	// denormal operand or result costs a microcode assist, hundreds of
+	// cycles, and weight gradients hold thousands of them. The
+	// caller's MXCSR comes back before every RET.
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), AX
+	ORL $0x8040, AX
+	MOVL AX, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R11
@@ -1030,6 +1072,7 @@ epilogue:
 	VMOVUPS Y10, 0(DI)
 	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 addbias:
@@ -1067,12 +1110,22 @@ storeonly:
 	VMOVUPS Y10, 0(DI)
 	VMOVUPS Y11, 32(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // 12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.
 //
 // func sgemmKernelAVX512(kc int, a, b, c *float32, ldc int, alpha, beta float32, bias *float32)
-TEXT ·sgemmKernelAVX512(SB), NOSPLIT, $0-56
+TEXT ·sgemmKernelAVX512(SB), NOSPLIT, $8-56
+	// Flush denormals to zero (MXCSR FTZ and DAZ) for the call: a
+	// denormal operand or result costs a microcode assist, hundreds of
+	// cycles, and weight gradients hold thousands of them. The
+	// caller's MXCSR comes back before every RET.
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), AX
+	ORL $0x8040, AX
+	MOVL AX, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX
@@ -1463,6 +1516,7 @@ epilogue:
 	VMOVUPS Z22, 0(DI)
 	VMOVUPS Z23, 64(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 addbias:
@@ -1530,13 +1584,23 @@ storeonly:
 	VMOVUPS Z22, 0(DI)
 	VMOVUPS Z23, 64(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // 12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.
 // Direct form: A is read in place, row i at a + i*lda.
 //
 // func sgemmKernelAVX512Direct(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
-TEXT ·sgemmKernelAVX512Direct(SB), NOSPLIT, $0-64
+TEXT ·sgemmKernelAVX512Direct(SB), NOSPLIT, $8-64
+	// Flush denormals to zero (MXCSR FTZ and DAZ) for the call: a
+	// denormal operand or result costs a microcode assist, hundreds of
+	// cycles, and weight gradients hold thousands of them. The
+	// caller's MXCSR comes back before every RET.
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), AX
+	ORL $0x8040, AX
+	MOVL AX, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R11
@@ -1935,6 +1999,7 @@ epilogue:
 	VMOVUPS Z22, 0(DI)
 	VMOVUPS Z23, 64(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 addbias:
@@ -2002,13 +2067,23 @@ storeonly:
 	VMOVUPS Z22, 0(DI)
 	VMOVUPS Z23, 64(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // 12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.
 // Transposed direct form: A is read in place, stored k x m, element (i, p) at a + p*lda + i.
 //
 // func sgemmKernelAVX512DirectT(kc int, a *float32, lda int, b, c *float32, ldc int, alpha, beta float32, bias *float32)
-TEXT ·sgemmKernelAVX512DirectT(SB), NOSPLIT, $0-64
+TEXT ·sgemmKernelAVX512DirectT(SB), NOSPLIT, $8-64
+	// Flush denormals to zero (MXCSR FTZ and DAZ) for the call: a
+	// denormal operand or result costs a microcode assist, hundreds of
+	// cycles, and weight gradients hold thousands of them. The
+	// caller's MXCSR comes back before every RET.
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), AX
+	ORL $0x8040, AX
+	MOVL AX, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R11
@@ -2410,6 +2485,7 @@ epilogue:
 	VMOVUPS Z22, 0(DI)
 	VMOVUPS Z23, 64(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 addbias:
@@ -2477,13 +2553,23 @@ storeonly:
 	VMOVUPS Z22, 0(DI)
 	VMOVUPS Z23, 64(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // 12x32 float32 tile, AVX-512F: 24 zmm accumulators, 2 for B, 4 for broadcasts of A.
 // Direct form with B in place: row i of A at a + i*lda, row p of B at b + p*ldb.
 //
 // func sgemmKernelAVX512DirectB(kc int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, alpha, beta float32, bias *float32)
-TEXT ·sgemmKernelAVX512DirectB(SB), NOSPLIT, $0-72
+TEXT ·sgemmKernelAVX512DirectB(SB), NOSPLIT, $8-72
+	// Flush denormals to zero (MXCSR FTZ and DAZ) for the call: a
+	// denormal operand or result costs a microcode assist, hundreds of
+	// cycles, and weight gradients hold thousands of them. The
+	// caller's MXCSR comes back before every RET.
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), AX
+	ORL $0x8040, AX
+	MOVL AX, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ lda+16(FP), R11
@@ -2885,6 +2971,7 @@ epilogue:
 	VMOVUPS Z22, 0(DI)
 	VMOVUPS Z23, 64(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 addbias:
@@ -2952,12 +3039,13 @@ storeonly:
 	VMOVUPS Z22, 0(DI)
 	VMOVUPS Z23, 64(DI)
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // 6x8 float64 tile, AVX2+FMA: 12 ymm accumulators, 2 for B, 2 for broadcasts of A.
 //
 // func dgemmKernelAVX2(kc int, a, b, c *float64, ldc int, alpha, beta float64, bias *float64)
-TEXT ·dgemmKernelAVX2(SB), NOSPLIT, $0-64
+TEXT ·dgemmKernelAVX2(SB), NOSPLIT, $8-64
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX

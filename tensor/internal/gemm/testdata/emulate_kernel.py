@@ -51,7 +51,7 @@ def disassemble(binary, addr):
         ops = re.sub(r"<[^>]*>", "", m.group(3)).strip()
         args = [a.strip() for a in re.split(r",(?![^(]*\))", ops)] if ops else []
         code.append((int(m.group(1), 16), m.group(2), args))
-    if not code or code[0][1] != "mov" or code[0][2] != ["0x8(%rsp)", "%rcx"]:
+    if not code or (code[0][1], code[0][2]) not in (("mov", ["0x8(%rsp)", "%rcx"]), ("push", ["%rbp"])):
         sys.exit(f"no kernel prologue at {addr:#x} (is the binary position-dependent?)")
     return code
 
@@ -64,6 +64,8 @@ class Machine:
         self.gpr = {r: 0 for r in GPR64}
         self.vec = {i: [0.0] * (64 // elem) for i in range(32)}  # zmm registers as lanes
         self.flags = 0  # last integer result, exact (for ZF and signed compares)
+        self.mxcsr = 0x1F80  # the default: all exceptions masked, round to nearest
+        self.fma_flush = set()  # MXCSR's FTZ and DAZ bits at each multiply-add
         self.reads, self.writes = set(), set()
 
     def rnd(self, x):
@@ -120,7 +122,24 @@ class Machine:
         for _ in range(10_000_000):
             addr, mn, args = code[i]
             i += 1
-            if mn == "mov":
+            if mn == "mov" and "(" in args[1]:  # a store to the stack frame
+                s, d = args
+                size = 4 if s[1:] in GPR32 else 8
+                a = self.addr(d)
+                self.mem[a:a + size] = self.igpr(s).to_bytes(size, "little")
+            elif mn == "push":
+                self.gpr["rsp"] -= 8
+                self.mem[self.gpr["rsp"]:self.gpr["rsp"] + 8] = self.igpr(args[0]).to_bytes(8, "little")
+            elif mn == "pop":
+                self.setgpr(args[0], int.from_bytes(self.mem[self.gpr["rsp"]:self.gpr["rsp"] + 8], "little"))
+                self.gpr["rsp"] += 8
+            elif mn == "stmxcsr":
+                a = self.addr(args[0])
+                self.mem[a:a + 4] = self.mxcsr.to_bytes(4, "little")
+            elif mn == "ldmxcsr":
+                a = self.addr(args[0])
+                self.mxcsr = int.from_bytes(self.mem[a:a + 4], "little")
+            elif mn == "mov":
                 s, d = args
                 if "(" in s:
                     size = 4 if d[1:] in GPR32 else 8
@@ -129,13 +148,13 @@ class Machine:
                     self.setgpr(d, int.from_bytes(self.mem[a:a + size], "little"))
                 else:
                     self.setgpr(d, self.igpr(s))
-            elif mn in ("shl", "add", "sub", "cmp", "test"):
+            elif mn in ("shl", "add", "sub", "cmp", "test", "or"):
                 s, d = args if len(args) == 2 else ("$1", args[0])  # shl %r: by one
                 x, y = self.igpr(d), self.igpr(s)
                 bits = 32 if d[1:] in GPR32 else 64
                 r = {"shl": lambda: (x << y) & ((1 << bits) - 1), "add": lambda: x + y,
-                     "sub": lambda: x - y, "cmp": lambda: x - y, "test": lambda: x & y}[mn]()
-                if mn in ("shl", "add", "sub"):
+                     "sub": lambda: x - y, "cmp": lambda: x - y, "test": lambda: x & y, "or": lambda: x | y}[mn]()
+                if mn in ("shl", "add", "sub", "or"):
                     self.setgpr(d, r)
                 self.flags = r
             elif mn == "lea":
@@ -176,6 +195,7 @@ class Machine:
                 r, n = self.lanes(d)
                 x, y, acc = self.src(s2, n), self.src(s1, n), self.vec[r]
                 fma = mn.startswith("vfmadd")
+                self.fma_flush.add(self.mxcsr & 0x8040)
                 self.setvec(d, [self.rnd(y[k] * x[k] + (acc[k] if fma else 0.0)) for k in range(n)])
             elif mn in ("vaddps", "vaddpd"):
                 s2, s1, d = args
@@ -211,6 +231,10 @@ def trial(code, mr, nr, elem, kc, alpha, beta, ldc, rng, lda=None, with_bias=Fal
     struct.pack_into("<q", m.mem, SP + ((8 + 8 * len(ints) + 2 * elem + 7) & ~7), BIAS if with_bias else 0)
     m.gpr["rsp"] = SP
     m.run(code)
+    if m.gpr["rsp"] != SP or m.mxcsr != 0x1F80:  # at the ret, SP points at the return address again
+        raise RuntimeError(f"returned with SP {m.gpr['rsp']:#x} (want {SP:#x}) and MXCSR {m.mxcsr:#x} (want the caller's, 0x1f80)")
+    if elem == 4 and kc > 0 and m.fma_flush != {0x8040}:
+        raise RuntimeError(f"multiply-adds ran with MXCSR FTZ/DAZ bits {sorted(m.fma_flush)}, want 0x8040 (denormals flushed)")
     eps = 2.0**-24 if elem == 4 else 2.0**-53
     worst = 0.0
     for i in range(mr):
