@@ -274,10 +274,28 @@ GLOBL mfMask<>(SB), RODATA|NOPTR, $64
 	VBLENDVPS Y0, Y2, Y3, Y3; \
 	VMULPS Y9, Y3, Y3
 
+// FTZON sets MXCSR's FTZ and DAZ bits for the call, the caller's MXCSR
+// saved at mxcsr-4(SP) (a frame of 8 bytes): the GELU kernels' erfc goes
+// denormal in the tails (x < -12.95: the result's magnitude is then under
+// 1e-36), each denormal a microcode assist of hundreds of cycles, and a
+// trained network's pre-activations reach there by the thousands; such
+// values are flushed to zero instead. FTZRET, as a loop macro's fin,
+// restores the caller's MXCSR and returns. Clobbers AX.
+#define FTZON \
+	STMXCSR mxcsr-4(SP); \
+	MOVL mxcsr-4(SP), AX; \
+	ORL $0x8040, AX; \
+	MOVL AX, ftz-8(SP); \
+	LDMXCSR ftz-8(SP)
+
+#define FTZRET \
+	LDMXCSR mxcsr-4(SP); \
+	RET
+
 // UNARYLOOP runs body over the CX elements at SI, storing to DI, after
 // the caller has loaded the arguments and the constant registers, and
 // returns.
-#define UNARYLOOP(body) \
+#define UNARYLOOP(body, fin) \
 	MOVQ CX, BX; \
 	SHRQ $3, BX; \
 	ANDQ $7, CX; \
@@ -300,10 +318,10 @@ tail: \
 	VMASKMOVPS Y3, Y12, (DI); \
 done: \
 	VZEROUPPER; \
-	RET
+	fin
 
 // BINARYLOOP is UNARYLOOP with a second input at DX, loaded into Y9.
-#define BINARYLOOP(body) \
+#define BINARYLOOP(body, fin) \
 	MOVQ CX, BX; \
 	SHRQ $3, BX; \
 	ANDQ $7, CX; \
@@ -329,7 +347,7 @@ tail: \
 	VMASKMOVPS Y3, Y12, (DI); \
 done: \
 	VZEROUPPER; \
-	RET
+	fin
 
 #define SETUPEXP \
 	VMOVUPS mfExpLo<>(SB), Y14; \
@@ -360,7 +378,7 @@ TEXT ·expAVX2(SB), NOSPLIT, $0-24
 	MOVQ a+8(FP), SI
 	MOVQ n+16(FP), CX
 	SETUPEXP
-	UNARYLOOP(EXPBODY)
+	UNARYLOOP(EXPBODY, RET)
 
 // func sigmoidAVX2(d, a *float32, n int)
 TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-24
@@ -368,7 +386,7 @@ TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-24
 	MOVQ a+8(FP), SI
 	MOVQ n+16(FP), CX
 	SETUPSIGMOID
-	UNARYLOOP(SIGMOIDBODY)
+	UNARYLOOP(SIGMOIDBODY, RET)
 
 // func siluAVX2(d, a *float32, n int)
 TEXT ·siluAVX2(SB), NOSPLIT, $0-24
@@ -376,7 +394,7 @@ TEXT ·siluAVX2(SB), NOSPLIT, $0-24
 	MOVQ a+8(FP), SI
 	MOVQ n+16(FP), CX
 	SETUPSILU
-	UNARYLOOP(SILUBODY)
+	UNARYLOOP(SILUBODY, RET)
 
 // func tanhAVX2(d, a *float32, n int)
 TEXT ·tanhAVX2(SB), NOSPLIT, $0-24
@@ -384,24 +402,26 @@ TEXT ·tanhAVX2(SB), NOSPLIT, $0-24
 	MOVQ a+8(FP), SI
 	MOVQ n+16(FP), CX
 	SETUPTANH
-	UNARYLOOP(TANHBODY)
+	UNARYLOOP(TANHBODY, RET)
 
 // func geluAVX2(d, a *float32, n int)
-TEXT ·geluAVX2(SB), NOSPLIT, $0-24
+TEXT ·geluAVX2(SB), NOSPLIT, $8-24
+	FTZON
 	MOVQ d+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ n+16(FP), CX
 	SETUPGELU
-	UNARYLOOP(GELUBODY)
+	UNARYLOOP(GELUBODY, FTZRET)
 
 // func geluGradAVX2(d, a, gy *float32, n int)
-TEXT ·geluGradAVX2(SB), NOSPLIT, $0-32
+TEXT ·geluGradAVX2(SB), NOSPLIT, $8-32
+	FTZON
 	MOVQ d+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ gy+16(FP), DX
 	MOVQ n+24(FP), CX
 	SETUPGELU
-	BINARYLOOP(GELUGRADBODY)
+	BINARYLOOP(GELUGRADBODY, FTZRET)
 
 // func siluGradAVX2(d, a, gy *float32, n int)
 TEXT ·siluGradAVX2(SB), NOSPLIT, $0-32
@@ -410,7 +430,7 @@ TEXT ·siluGradAVX2(SB), NOSPLIT, $0-32
 	MOVQ gy+16(FP), DX
 	MOVQ n+24(FP), CX
 	SETUPSILU
-	BINARYLOOP(SILUGRADBODY)
+	BINARYLOOP(SILUGRADBODY, RET)
 
 // EXPSUBBODY sets Y3 = exp(x - m) (m in Y11) and adds its lanes, as
 // float64, to Y9 (lanes 0-3) and Y10 (lanes 4-7). In the tail, lanes
@@ -527,7 +547,7 @@ TEXT ·addAVX2(SB), NOSPLIT, $0-32
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DX
 	MOVQ n+24(FP), CX
-	BINARYLOOP(ADDBODY)
+	BINARYLOOP(ADDBODY, RET)
 
 // func subAVX2(d, a, b *float32, n int)
 TEXT ·subAVX2(SB), NOSPLIT, $0-32
@@ -535,7 +555,7 @@ TEXT ·subAVX2(SB), NOSPLIT, $0-32
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DX
 	MOVQ n+24(FP), CX
-	BINARYLOOP(SUBBODY)
+	BINARYLOOP(SUBBODY, RET)
 
 // func mulAVX2(d, a, b *float32, n int)
 TEXT ·mulAVX2(SB), NOSPLIT, $0-32
@@ -543,7 +563,7 @@ TEXT ·mulAVX2(SB), NOSPLIT, $0-32
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DX
 	MOVQ n+24(FP), CX
-	BINARYLOOP(MULBODY)
+	BINARYLOOP(MULBODY, RET)
 
 // func addScaledAVX2(d, a, b *float32, n int, alpha float32)
 TEXT ·addScaledAVX2(SB), NOSPLIT, $0-36
@@ -552,7 +572,7 @@ TEXT ·addScaledAVX2(SB), NOSPLIT, $0-36
 	MOVQ b+16(FP), DX
 	MOVQ n+24(FP), CX
 	VBROADCASTSS alpha+32(FP), Y11
-	BINARYLOOP(ADDSCALEDBODY)
+	BINARYLOOP(ADDSCALEDBODY, RET)
 
 DATA mfNegInf<>+0(SB)/4, $0xff800000
 GLOBL mfNegInf<>(SB), RODATA|NOPTR, $4
@@ -566,7 +586,7 @@ TEXT ·scaleAVX2(SB), NOSPLIT, $0-28
 	MOVQ a+8(FP), SI
 	MOVQ n+16(FP), CX
 	VBROADCASTSS s+24(FP), Y11
-	UNARYLOOP(SCALEBODY)
+	UNARYLOOP(SCALEBODY, RET)
 
 // func maskedMaxAVX2(row, keep *float32, n int) float32
 //
@@ -627,7 +647,7 @@ TEXT ·addScalarAVX2(SB), NOSPLIT, $0-28
 	MOVQ a+8(FP), SI
 	MOVQ n+16(FP), CX
 	VBROADCASTSS s+24(FP), Y11
-	UNARYLOOP(ADDSCALARBODY)
+	UNARYLOOP(ADDSCALARBODY, RET)
 
 // AVX-512 forms of the GELU kernels: the AVX2 instruction sequence on 16
 // lanes (constants broadcast from the same tables), so each lane gets the
@@ -719,7 +739,7 @@ TEXT ·addScalarAVX2(SB), NOSPLIT, $0-28
 
 // UNARYLOOP512 is UNARYLOOP on 16 lanes: body over the CX elements at SI,
 // storing Z3 to DI, the tail through the mask K2; then returns.
-#define UNARYLOOP512(body) \
+#define UNARYLOOP512(body, fin) \
 	MOVQ CX, BX; \
 	SHRQ $4, BX; \
 	ANDQ $15, CX; \
@@ -742,10 +762,10 @@ tail: \
 	VMOVUPS Z3, K2, (DI); \
 done: \
 	VZEROUPPER; \
-	RET
+	fin
 
 // BINARYLOOP512 is UNARYLOOP512 with a second input at DX, loaded into Z9.
-#define BINARYLOOP512(body) \
+#define BINARYLOOP512(body, fin) \
 	MOVQ CX, BX; \
 	SHRQ $4, BX; \
 	ANDQ $15, CX; \
@@ -771,24 +791,26 @@ tail: \
 	VMOVUPS Z3, K2, (DI); \
 done: \
 	VZEROUPPER; \
-	RET
+	fin
 
 // func geluAVX512(d, a *float32, n int)
-TEXT ·geluAVX512(SB), NOSPLIT, $0-24
+TEXT ·geluAVX512(SB), NOSPLIT, $8-24
+	FTZON
 	MOVQ d+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ n+16(FP), CX
 	SETUPGELU512
-	UNARYLOOP512(GELUBODY512)
+	UNARYLOOP512(GELUBODY512, FTZRET)
 
 // func geluGradAVX512(d, a, gy *float32, n int)
-TEXT ·geluGradAVX512(SB), NOSPLIT, $0-32
+TEXT ·geluGradAVX512(SB), NOSPLIT, $8-32
+	FTZON
 	MOVQ d+0(FP), DI
 	MOVQ a+8(FP), SI
 	MOVQ gy+16(FP), DX
 	MOVQ n+24(FP), CX
 	SETUPGELU512
-	BINARYLOOP512(GELUGRADBODY512)
+	BINARYLOOP512(GELUGRADBODY512, FTZRET)
 
 // EXPCORE512 is EXPCORE on Z registers (Z13 = 1).
 #define EXPCORE512(xx, nn, pp, tt) \
@@ -1220,7 +1242,7 @@ TEXT ·reluAVX2(SB), NOSPLIT, $0-24
 	MOVQ a+8(FP), SI
 	MOVQ n+16(FP), CX
 	VXORPS Y11, Y11, Y11
-	UNARYLOOP(RELUBODY)
+	UNARYLOOP(RELUBODY, RET)
 
 // RELUGRADBODY sets Y3 = gy where x > 0, else 0 (x in Y0, gy in Y9;
 // ordered compare: NaN gives 0, as the Go loop).
@@ -1235,4 +1257,4 @@ TEXT ·reluGradAVX2(SB), NOSPLIT, $0-32
 	MOVQ gy+16(FP), DX
 	MOVQ n+24(FP), CX
 	VXORPS Y11, Y11, Y11
-	BINARYLOOP(RELUGRADBODY)
+	BINARYLOOP(RELUGRADBODY, RET)

@@ -209,7 +209,10 @@ func TestVecExp(t *testing.T) {
 }
 
 // TestVecErfc checks the relative accuracy of erfc through GELU at x < 0,
-// where x·Φ(x) = x/2·erfc(|x|/√2) down to the float32 underflow.
+// where x·Φ(x) = x/2·erfc(|x|/√2), down to results of magnitude 1e-36
+// (x ≈ -12.7); further out the SIMD kernels flush their denormal
+// intermediates to zero (FTZON), so there they are only within 1e-36 of
+// the reference.
 func TestVecErfc(t *testing.T) {
 	x := grid(-13, -1e-3, 1<<20)
 	d := make([]float32, len(x))
@@ -218,8 +221,11 @@ func TestVecErfc(t *testing.T) {
 		worst, at := 0.0, float32(0)
 		for i, v := range x {
 			want := refGELU(float64(v))
-			if e := math.Abs(float64(d[i])-want) / -want; e > worst && want < -1e-37 {
+			if e := math.Abs(float64(d[i])-want) / -want; e > worst && want < -1e-36 {
 				worst, at = e, v
+			}
+			if math.Abs(float64(d[i])-want) > max(1e-36, 1e-6*-want) {
+				t.Fatalf("%s GELU(%v) = %v, want %v", im.name, v, d[i], want)
 			}
 		}
 		// The erfc of the SIMD code is accurate to 2e-8 in exact

@@ -55,3 +55,20 @@ func TestReLUSIMD(t *testing.T) {
 		}
 	}
 }
+
+// TestGELUFlushKeepsCallerState checks that the GELU kernels, which flush
+// denormals for their call, leave the caller's floating-point state as it
+// was: Go code after them still produces denormals.
+func TestGELUFlushKeepsCallerState(t *testing.T) {
+	if !cpuHasSIMD {
+		t.Skip("no SIMD kernels on this CPU or build")
+	}
+	x := []float32{-13.5, -14, 1e-40, 2, -1, 0, 3, -20, -13.2}
+	d, g := make([]float32, len(x)), []float32{1, 1, 1, 1, 1, 1, 1, 1, 1}
+	geluVec32SIMD(d, x)
+	geluGradVec32SIMD(d, x, g)
+	tiny := []float32{1e-38}
+	if y := tiny[0] * 0.5; y == 0 {
+		t.Error("the GELU kernels left MXCSR flushing denormals")
+	}
+}
