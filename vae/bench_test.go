@@ -2,6 +2,7 @@ package vae_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"lgflow/autograd"
@@ -118,5 +119,46 @@ func BenchmarkDecoderLoss(b *testing.B) {
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(graphs/sec, "graphs/s")
 	b.ReportMetric(sec, "s/op")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkTrainStepTrained times the LG-VAE optimisation step from
+// trained weights, the shipped tree LG-VAE's, on 32 trees of 64 nodes: a
+// trained network's activations and gradients hold thousands of denormal
+// floats, which fresh weights (BenchmarkTrainStep) do not, and which cost
+// x86 cores a microcode assist each unless the kernels flush them
+// (docs/results.md, session 30).
+//
+//	go test -run XXX -bench TrainStepTrained -cpu 1,2 ./vae/
+func BenchmarkTrainStepTrained(b *testing.B) {
+	m, err := vae.Load(filepath.Join("..", "pretrained", "tree", vae.ModelFile))
+	if err != nil {
+		b.Skip(err)
+	}
+	gs := datasets.Tree(64, 32, 1)
+	d, err := vae.Prepare(context.Background(), gs, m.Cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	params := trainer.OptimParams(m)
+	opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: 1e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 1e-4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := graph.NewBatch(gs)
+	step := func(i int) {
+		tp := autograd.NewTape()
+		loss, _ := m.Objective(tp, batch, d.Features, vae.Training, tensor.NewRNG(uint64(i)))
+		trainer.ZeroGrad(params)
+		tp.Backward(loss.Total)
+		tp.Release()
+		opt.Step()
+	}
+	step(-1)
+	b.ResetTimer()
+	for i := range b.N {
+		step(i)
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/step")
 	b.ReportMetric(0, "ns/op")
 }
