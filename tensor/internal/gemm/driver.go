@@ -14,6 +14,11 @@ import (
 // turn them off to compare.
 var useDirectA, useDirectB = true, true
 
+// usePrepack lets the k-inner order pack all of op(B) once, before the
+// tasks (runPrepacked), when its rows span several chunks; the tests turn
+// it off to compare with runKInner, which packs it in every task.
+var usePrepack = true
+
 // directBMaxWork is the largest product (m*n*k multiply-adds) whose B the
 // blocked path reads in place (kernel.directB) rather than packs: an
 // attention head's products (64 x 64 x 32 and 64 x 32 x 64 for the DiTs'
@@ -45,6 +50,7 @@ type workspace[T scalar] struct {
 	b    [2][]T // packed B blocks, double-buffered across k blocks
 	bw   [][]T  // packed B panels of each worker (k-inner order, k slices)
 	part []T    // partial products of k slices 1.. (k slices)
+	bAll []T    // all of op(B) packed, k block after k block (job.prepack)
 	a    [][]T  // packed A block of each worker
 	tile [][]T  // mr x nr edge tile of each worker
 	seq  job[T] // the job of a single-threaded call using this workspace
@@ -81,6 +87,7 @@ type job[T scalar] struct {
 	// direct is kernel.direct, or kernel.directT when A is transposed.
 	direct    func(kc int, a *T, lda int, b, c *T, ldc int, alpha, beta T, bias *T)
 	kInner    bool // tasks run every k block themselves (runKInner)
+	prepack   bool // kInner, from all of op(B) packed once beforehand (runPrepacked)
 	slices    int  // k slices (runKSplit); 1: none
 	mcTask    int  // rows of C per task (a multiple of mr, at most kn.mc)
 	rowChunks int  // ceil(m / mcTask)
@@ -109,6 +116,9 @@ func (st *typeState[T]) blocked(kn *kernel[T], maxWorkers int, transA, transB bo
 		}
 		j.ws.grow(kn, nw, m, n, k)
 		j.set(kn, nw, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc)
+		if j.prepack {
+			j.ws.bAll = growAligned(j.ws.bAll, prepackSize(kn, n, k))
+		}
 		pool.run(j, nw)
 		j.addSlices()
 		j.a, j.b, j.c, j.bias = nil, nil, nil, nil // do not keep the caller's memory alive
@@ -151,9 +161,18 @@ func (j *job[T]) set(kn *kernel[T], nw int, transA, transB bool, m, n, k int, al
 		n%kn.nr == 0 && m >= kn.mr && work(m, n, k) <= directBMaxWork
 	j.slices = kSlices(kn, m, n, k)
 	j.kInner = j.slices == 1 && nw > 1 && useKInner(kn, n, k)
+	j.prepack = false
 	j.mcTask, j.rowChunks, j.gn = splitTasks(nw, m, min(n, kn.nc), kn.mr, kn.nr, kn.mc)
-	if j.kInner && m <= kn.mc && (j.directA || m <= n) {
+	switch {
+	case j.kInner && m <= kn.mc && (j.directA || m <= n):
+		// One chunk of rows: runKInner's tasks are column groups, and pack
+		// each column of op(B) once.
 		j.mcTask, j.rowChunks, j.gn = splitTasksKInner(nw, m, n, kn.mr, kn.nr, kn.mc)
+	case j.kInner && usePrepack && !j.directB && prepackSize(kn, n, k) <= maxPrepack:
+		// Several chunks of rows, each of which would pack all of op(B)
+		// in runKInner: pack it once, together (runPrepacked).
+		j.prepack = true
+		j.mcTask, j.rowChunks, j.gn = splitTasksPrepack(nw, m, n, kn.mr, kn.nr, kn.mc)
 	}
 	j.packNext.Store(0)
 	j.packDone.Store(0)
@@ -194,6 +213,27 @@ func splitTasksKInner(nw, m, n, mr, nr, mc int) (mcTask, rowChunks, gn int) {
 	mcTask = min(mc, ceilDiv(ceilDiv(m, rowChunks), mr)*mr)
 	return mcTask, ceilDiv(m, mcTask), gn
 }
+
+// splitTasksPrepack is splitTasks for the k-inner order from a B packed
+// beforehand (runPrepacked): row chunks of whole strips of mr rows, as
+// even as the strips allow (runPrepacked derives the same bounds), at most
+// mc rows each, prepackTasks per worker; column groups only when there are
+// too few strips. mcTask is the largest chunk.
+func splitTasksPrepack(nw, m, n, mr, nr, mc int) (mcTask, rowChunks, gn int) {
+	strips := ceilDiv(m, mr)
+	want := prepackTasks * nw
+	rowChunks = min(strips, max(want, ceilDiv(strips, max(1, mc/mr))))
+	gn = 1
+	if rowChunks < want {
+		gn = max(1, min(ceilDiv(want, rowChunks), ceilDiv(n, nr)))
+	}
+	return min(m, ceilDiv(strips, rowChunks)*mr), rowChunks, gn
+}
+
+// prepackTasks is the number of tasks per worker of runPrepacked: with 2,
+// 3, 6 or 8, two threads take 512³ in 750-800 us at best (4: 830 us), 3
+// being the steadiest.
+const prepackTasks = 3
 
 // grab takes the next ticket of counter below end, if any.
 func grab(counter *atomic.Int64, end int64) (int64, bool) {
@@ -287,6 +327,8 @@ func kSlices[T scalar](kn *kernel[T], m, n, k int) int {
 // task repacks its columns of B at every k block, which costs more than the
 // barriers it saves for wide products (two threads: 512³ 132-135 → 157-167
 // GFLOP/s in the k-inner order, 1024³ 181-185 → 159-170).
+// (These figures predate runPrepacked, which packs B once for products of
+// several row chunks.)
 const kInnerMaxN = 512
 
 // useKInner reports whether a parallel product of n columns and depth k
@@ -318,6 +360,10 @@ func growAligned[T scalar](s []T, n int) []T {
 func (j *job[T]) runWorker(w int) {
 	if j.slices > 1 {
 		j.runKSplit(w)
+		return
+	}
+	if j.prepack {
+		j.runPrepacked(w)
 		return
 	}
 	if j.kInner {
@@ -425,6 +471,72 @@ func (j *job[T]) runKInner(w int) {
 			}
 			j.packB(bp, 0, j.n, pc, kcur, q0, q1)
 			j.macro(j.c, j.ldc, ap, bp, tile, ic, mcur, 0, j.n, q0, q1, pc, kcur, beta, bias)
+		}
+	}
+}
+
+// maxPrepack bounds the elements of op(B) packed beforehand for the k-inner
+// order (runPrepacked): 8 MiB of float32. A larger B streams from memory
+// anyway, and runKInner repacks it at no more cost.
+const maxPrepack = 1 << 21
+
+// prepackSize returns the elements of all of op(B) (n columns, depth k)
+// packed for runPrepacked: its k blocks one after the other, each of
+// ceil(n/nr) micro-panels at the full depth kc (the last block uses the
+// start of its share).
+func prepackSize[T scalar](kn *kernel[T], n, k int) int {
+	return ceilDiv(k, kn.kc) * ceilDiv(n, kn.nr) * kn.nr * kn.kc
+}
+
+// runPrepacked runs worker w of a product in the k-inner order whose rows
+// span several chunks (prepack): runKInner's tasks would each pack all of
+// op(B) again. Instead the workers first pack all of op(B) together, every
+// k block of it, in chunks of packPanels micro-panels (one wait, for the
+// last chunk), then take the tasks, a chunk of rows times a group of
+// micro-panels, each of which goes through every k block from the shared
+// packed B. Each tile of C accumulates the k blocks in order with the same
+// kernel calls as in runWorker's and runKInner's orders, so the result is
+// the same bit for bit.
+func (j *job[T]) runPrepacked(w int) {
+	kn := j.kn
+	kc, mr, nr := kn.kc, kn.mr, kn.nr
+	ap, tile, all := j.ws.a[w], j.ws.tile[w], j.ws.bAll
+	np := ceilDiv(j.n, nr)
+	blockSize := np * nr * kc
+	chunks := ceilDiv(np, packPanels)
+	packs := int64(ceilDiv(j.k, kc) * chunks)
+	for {
+		t, ok := grab(&j.packNext, packs)
+		if !ok {
+			break
+		}
+		blk, q0 := int(t)/chunks, int(t)%chunks*packPanels
+		pc := blk * kc
+		j.packB(all[blk*blockSize:], 0, j.n, pc, min(kc, j.k-pc), q0, min(np, q0+packPanels))
+		j.packDone.Add(1)
+	}
+	waitFor(&j.packDone, packs)
+	strips := ceilDiv(j.m, mr)
+	tasks := int64(j.rowChunks * j.gn)
+	for {
+		t, ok := grab(&j.taskNext, tasks)
+		if !ok {
+			return
+		}
+		chunk, g := int(t)/j.gn, int(t)%j.gn
+		ic := chunk * strips / j.rowChunks * mr
+		mcur := min(j.m, (chunk+1)*strips/j.rowChunks*mr) - ic
+		q0, q1 := g*np/j.gn, (g+1)*np/j.gn
+		for blk, pc := 0, 0; pc < j.k; blk, pc = blk+1, pc+kc {
+			kcur := min(kc, j.k-pc)
+			beta, bias := j.beta, j.bias
+			if pc > 0 {
+				beta, bias = 1, nil
+			}
+			if !j.directA {
+				j.packA(ap, ic, mcur, pc, kcur)
+			}
+			j.macro(j.c, j.ldc, ap, all[blk*blockSize:], tile, ic, mcur, 0, j.n, q0, q1, pc, kcur, beta, bias)
 		}
 	}
 }

@@ -494,6 +494,8 @@ func TestSgemmBias(t *testing.T) {
 		problem{false, true, 64 * 64 / 8, 256, 128, 1, 0, 0, 0, 0}, // a linear layer
 		problem{false, false, 9, 7, 0, 1, 0, 0, 0, 2},              // k == 0: C = bias
 		problem{true, false, 20, 37, 4200, 0.5, 0, 1, 0, 2},        // k slices
+		problem{false, false, 400, 70, 300, 1, 0, 1, 2, 3},         // k-inner, B packed beforehand (two threads)
+		problem{true, true, 400, 70, 300, -1, 0, 0, 0, 0},          // ditto, both transposed
 	)
 	for _, kn := range testKernels() {
 		for _, threads := range []int{1, 2} {
@@ -644,11 +646,14 @@ func TestNoAllocs(t *testing.T) {
 func TestThreadsBitwise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	probs := []problem{
-		{false, true, 300, 200, 100, 1, 0, 0, 0, 0},   // one k block
-		{false, true, 700, 60, 300, 1, 0.5, 0, 1, 0},  // k-inner
-		{true, false, 128, 96, 9000, 1, 0, 0, 0, 0},   // k slices
-		{true, false, 40, 200, 20000, -1, 1, 2, 0, 1}, // k slices, capped at maxKSlices
-		{false, false, 64, 3100, 600, 1, 0, 0, 0, 0},  // several nc blocks
+		{false, true, 300, 200, 100, 1, 0, 0, 0, 0},    // one k block
+		{false, true, 700, 60, 300, 1, 0.5, 0, 1, 0},   // k-inner, B packed beforehand
+		{false, false, 515, 200, 400, 1, 0.5, 1, 2, 3}, // ditto: partial strip, edge panel, padding
+		{true, true, 400, 70, 300, -1, 0, 0, 0, 0},     // ditto, both transposed
+		{false, false, 300, 96, 600, 1, 0, 0, 0, 0},    // k-inner, column groups
+		{true, false, 128, 96, 9000, 1, 0, 0, 0, 0},    // k slices
+		{true, false, 40, 200, 20000, -1, 1, 2, 0, 1},  // k slices, capped at maxKSlices
+		{false, false, 64, 3100, 600, 1, 0, 0, 0, 0},   // several nc blocks
 	}
 	for _, kn := range testKernels() {
 		if strings.HasPrefix(kn.name, "as-") {
@@ -713,6 +718,88 @@ func TestSplitTasks(t *testing.T) {
 		if mcTask != tc.mcTask || rowChunks != tc.rowChunks || gn != tc.gn {
 			t.Errorf("splitTasks(%d, %d, %d, %d, %d, %d) = %d, %d, %d; want %d, %d, %d",
 				tc.nw, tc.m, tc.n, tc.mr, tc.nr, tc.mc, mcTask, rowChunks, gn, tc.mcTask, tc.rowChunks, tc.gn)
+		}
+	}
+}
+
+// TestSplitTasksPrepack checks the tasks of the k-inner order from a B
+// packed beforehand, and which products take that order.
+func TestSplitTasksPrepack(t *testing.T) {
+	tests := []struct {
+		nw, m, n, mr, nr, mc  int
+		mcTask, rowChunks, gn int
+	}{
+		{2, 512, 512, 12, 32, 360, 96, 6, 1},     // 43 strips in chunks of 7 or 8
+		{2, 16384, 128, 12, 32, 360, 360, 46, 1}, // capped at mc
+		{2, 30, 128, 12, 32, 360, 12, 3, 2},      // three strips: column groups too
+		{3, 1000, 64, 6, 16, 144, 114, 9, 1},     // 167 strips in 9 chunks of 18 or 19
+		{2, 12, 16, 12, 32, 360, 12, 1, 1},       // one strip, one panel
+	}
+	for _, tc := range tests {
+		mcTask, rowChunks, gn := splitTasksPrepack(tc.nw, tc.m, tc.n, tc.mr, tc.nr, tc.mc)
+		if mcTask != tc.mcTask || rowChunks != tc.rowChunks || gn != tc.gn {
+			t.Errorf("splitTasksPrepack(%d, %d, %d, %d, %d, %d) = %d, %d, %d; want %d, %d, %d",
+				tc.nw, tc.m, tc.n, tc.mr, tc.nr, tc.mc, mcTask, rowChunks, gn, tc.mcTask, tc.rowChunks, tc.gn)
+		}
+		// The chunks cover the rows, in whole strips, none over mcTask.
+		strips, end := ceilDiv(tc.m, tc.mr), 0
+		for c := range rowChunks {
+			ic, iend := c*strips/rowChunks*tc.mr, min(tc.m, (c+1)*strips/rowChunks*tc.mr)
+			if ic != end || iend-ic > mcTask || iend <= ic {
+				t.Errorf("%v: chunk %d is rows %d..%d after %d", tc, c, ic, iend, end)
+			}
+			end = iend
+		}
+		if end != tc.m {
+			t.Errorf("%v: the chunks end at row %d", tc, end)
+		}
+	}
+	kn := sgemmKernelFor("avx512")
+	if kn == nil {
+		kn = sKern
+	}
+	for _, tc := range []struct {
+		m, n, k int
+		want    bool
+	}{
+		{512, 512, 512, true},
+		{16384, 128, 512, true},
+		{256, 256, 256, false},    // one chunk of rows: column groups (runKInner)
+		{1024, 1024, 1024, false}, // too wide for the k-inner order
+		{2048, 64, 64, false},     // one k block
+		{64, 64, 2048, false},     // one chunk of rows
+		{4096, 512, 8192, false},  // too much B to pack beforehand
+	} {
+		var j job[float32]
+		j.set(kn, 2, false, false, tc.m, tc.n, tc.k, 1, nil, tc.k, nil, tc.n, 0, nil, nil, tc.n)
+		if j.prepack != tc.want {
+			t.Errorf("%s %dx%dx%d on two threads: prepack = %v, want %v", kn.name, tc.m, tc.n, tc.k, j.prepack, tc.want)
+		}
+	}
+}
+
+// TestPrepackBitwise checks that the k-inner order from a B packed
+// beforehand (usePrepack, runPrepacked) gives the bits of runKInner, which
+// packs it in every task, with A read in place or packed, transposed
+// operands, edge tiles, padding, beta and a bias.
+func TestPrepackBitwise(t *testing.T) {
+	defer func(p, a bool) { usePrepack, useDirectA = p, a }(usePrepack, useDirectA)
+	rng := rand.New(rand.NewPCG(31, 32))
+	probs := []problem{
+		{false, false, 515, 200, 400, 1, 0.5, 1, 2, 3},
+		{false, true, 700, 60, 300, 1, 0, 0, 1, 0},
+		{true, false, 400, 96, 260, -0.5, 0, 3, 0, 1},
+		{true, true, 1000, 33, 129, 1, 1, 0, 0, 0},
+	}
+	for _, kn := range testKernels() {
+		if strings.HasPrefix(kn.name, "as-") {
+			continue
+		}
+		for _, direct := range []bool{true, false} {
+			useDirectA = direct
+			for _, pr := range probs {
+				compareInPlace(t, kn, pr, rng, "from B packed beforehand", func(in bool) { usePrepack = in })
+			}
 		}
 	}
 }
