@@ -3,7 +3,7 @@ package mpi
 import (
 	"errors"
 	"fmt"
-	"os"
+	"lgflow/dist/internal/dl"
 	"strings"
 	"unsafe"
 
@@ -80,56 +80,34 @@ func (l *library) table() []sym {
 	}
 }
 
-// libCandidates lists the files to try: lib when set, else LGFLOW_MPI_LIB
-// when set, else DefaultLibs.
-func libCandidates(lib string) []string {
-	if lib != "" {
-		return []string{lib}
-	}
-	if env := os.Getenv("LGFLOW_MPI_LIB"); env != "" {
-		return []string{env}
-	}
-	return DefaultLibs
-}
-
 // loadLibrary dlopens the first loadable candidate, checks that it is
 // Open MPI's and binds its symbols. A candidate is probed RTLD_LOCAL, so
 // that a rejected library adds no symbols to the process; Open MPI's is
 // then reopened RTLD_GLOBAL: it dlopens its own components (mca_*.so),
 // which resolve libmpi's symbols through the global scope.
 func loadLibrary(lib string) (*library, error) {
-	names := libCandidates(lib)
-	var h uintptr
-	var file string
-	var last error
-	for _, n := range names {
-		var err error
-		if h, err = dlopen(n, openLocal); err == nil {
-			file = n
-			break
-		}
-		last = err
-	}
+	names := dl.Candidates(lib, "LGFLOW_MPI_LIB", DefaultLibs)
+	h, file, last := dl.OpenFirst(names, dl.Local)
 	if h == 0 {
 		return nil, fmt.Errorf("dist/mpi: cannot load Open MPI's libmpi (tried %s; LGFLOW_MPI_LIB names the file; on Debian: apt-get install openmpi-bin libopenmpi3): %v",
 			strings.Join(names, ", "), last)
 	}
-	if p, err := dlsym(h, predefinedCommWorld); err != nil || p == 0 {
+	if p, err := dl.Sym(h, predefinedCommWorld); err != nil || p == 0 {
 		what := "not an MPI library (no MPI_Init_thread)"
-		if p, err := dlsym(h, "MPI_Init_thread"); err == nil && p != 0 {
+		if p, err := dl.Sym(h, "MPI_Init_thread"); err == nil && p != 0 {
 			what = "an MPI library whose handles are not ompi_mpi_* objects (an MPICH-family ABI: MPICH, Intel MPI, MVAPICH?)"
 		}
-		_ = dlclose(h)
+		_ = dl.Close(h)
 		return nil, fmt.Errorf("dist/mpi: %s is %s: %w", file, what, ErrUnsupportedABI)
 	}
-	g, err := dlopen(file, openGlobal)
+	g, err := dl.Open(file, dl.Global)
 	if err != nil {
 		return nil, fmt.Errorf("dist/mpi: cannot reopen %s RTLD_GLOBAL: %v", file, err)
 	}
-	_ = dlclose(h) // g holds the library
+	_ = dl.Close(h) // g holds the library
 	l := &library{file: file}
 	for _, s := range l.table() {
-		p, err := dlsym(g, s.name)
+		p, err := dl.Sym(g, s.name)
 		if err != nil || p == 0 {
 			return nil, fmt.Errorf("dist/mpi: %s lacks symbol %s (Open MPI older than 3.0?)", file, s.name)
 		}

@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"errors"
+	"lgflow/dist/internal/dl"
 	"strings"
 	"testing"
 	"time"
@@ -81,10 +82,10 @@ func TestLibraryNoMPI(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 	t.Setenv("LGFLOW_MPI_LIB", "/opt/mpi/libmpi.so")
-	if got := libCandidates(""); len(got) != 1 || got[0] != "/opt/mpi/libmpi.so" {
+	if got := dl.Candidates("", "LGFLOW_MPI_LIB", DefaultLibs); len(got) != 1 || got[0] != "/opt/mpi/libmpi.so" {
 		t.Errorf("candidates with LGFLOW_MPI_LIB: %v", got)
 	}
-	if got := libCandidates("x.so"); len(got) != 1 || got[0] != "x.so" {
+	if got := dl.Candidates("x.so", "LGFLOW_MPI_LIB", DefaultLibs); len(got) != 1 || got[0] != "x.so" {
 		t.Errorf("candidates with Options.Lib: %v", got)
 	}
 	for level, name := range []string{"SINGLE", "FUNNELED", "SERIALIZED", "MULTIPLE"} {

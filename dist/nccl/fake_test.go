@@ -13,6 +13,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
+	"lgflow/dist/internal/dl"
 	"lgflow/internal/mpitest"
 )
 
@@ -80,11 +81,11 @@ func TestMain(m *testing.M) {
 // fakeAborts, fakeDestroys, fakeCalls, fakeGroupCalls, fakeLastStream).
 func fakeCounter(t testing.TB, name string) uintptr {
 	t.Helper()
-	h, err := dlopen(fakeLib(t), openLocal)
+	h, err := dl.Open(fakeLib(t), dl.Local)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := dlsym(h, name)
+	p, err := dl.Sym(h, name)
 	if err != nil {
 		t.Fatal(err)
 	}

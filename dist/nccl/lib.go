@@ -3,7 +3,7 @@ package nccl
 import (
 	"errors"
 	"fmt"
-	"os"
+	"lgflow/dist/internal/dl"
 	"strings"
 	"unsafe"
 
@@ -139,34 +139,12 @@ func (l *library) table(initRank *uintptr) []sym {
 	}
 }
 
-// libCandidates lists the files to try: lib when set, else LGFLOW_NCCL_LIB
-// when set, else DefaultLibs.
-func libCandidates(lib string) []string {
-	if lib != "" {
-		return []string{lib}
-	}
-	if env := os.Getenv("LGFLOW_NCCL_LIB"); env != "" {
-		return []string{env}
-	}
-	return DefaultLibs
-}
-
 // loadLibrary dlopens the first loadable candidate, checks its version
 // and binds its symbols. Loading twice returns the same library (dlopen
 // counts references).
 func loadLibrary(lib string) (*library, error) {
-	names := libCandidates(lib)
-	var h uintptr
-	var file string
-	var last error
-	for _, n := range names {
-		var err error
-		if h, err = dlopen(n, openLocal); err == nil {
-			file = n
-			break
-		}
-		last = err
-	}
+	names := dl.Candidates(lib, "LGFLOW_NCCL_LIB", DefaultLibs)
+	h, file, last := dl.OpenFirst(names, dl.Local)
 	if h == 0 {
 		return nil, fmt.Errorf("dist/nccl: cannot load NCCL (tried %s; LGFLOW_NCCL_LIB names the file; NVIDIA's libnccl2 package, or the nvidia-nccl-cu12 wheel's lib/libnccl.so.2): %v: %w",
 			strings.Join(names, ", "), last, ErrLibrary)
@@ -174,12 +152,12 @@ func loadLibrary(lib string) (*library, error) {
 	l := &library{file: file}
 	var initRank uintptr
 	for _, s := range l.table(&initRank) {
-		p, err := dlsym(h, s.name)
+		p, err := dl.Sym(h, s.name)
 		if err != nil || p == 0 {
 			if s.optional {
 				continue
 			}
-			_ = dlclose(h)
+			_ = dl.Close(h)
 			return nil, fmt.Errorf("dist/nccl: %s lacks symbol %s (not NCCL %d.%d or newer?): %w", file, s.name, MinVersion.Major, MinVersion.Minor, ErrUnsupportedVersion)
 		}
 		*s.p = p
@@ -190,12 +168,12 @@ func loadLibrary(lib string) (*library, error) {
 	}
 	var code int32
 	if r := call(l.getVersion, uintptr(unsafe.Pointer(&code))); r != ncclSuccess {
-		_ = dlclose(h)
+		_ = dl.Close(h)
 		return nil, fmt.Errorf("dist/nccl: %s: ncclGetVersion failed: %s", file, l.errorText(r))
 	}
 	l.version = DecodeVersion(int(code))
 	if err := checkVersion(file, l.version); err != nil {
-		_ = dlclose(h)
+		_ = dl.Close(h)
 		return nil, err
 	}
 	purego.RegisterFunc(&l.initRank, initRank)
