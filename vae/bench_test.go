@@ -47,23 +47,7 @@ func BenchmarkTrainStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			params := trainer.OptimParams(m)
-			opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: 2e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 1e-4})
-			if err != nil {
-				b.Fatal(err)
-			}
-			batch := graph.NewBatch(gs)
-			step := func(i int) {
-				tp := autograd.NewTape()
-				loss, _ := m.Objective(tp, batch, d.Features, vae.Training, tensor.NewRNG(uint64(i)))
-				trainer.ZeroGrad(params)
-				tp.Backward(loss.Total)
-				tp.Release()
-				if err := optim.CheckFinite(params); err != nil {
-					b.Fatal(err)
-				}
-				opt.Step()
-			}
+			step := trainStep(b, m, gs, d, 2e-4)
 			if bc.warmup {
 				step(-1)
 			}
@@ -140,20 +124,7 @@ func BenchmarkTrainStepTrained(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	params := trainer.OptimParams(m)
-	opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: 1e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 1e-4})
-	if err != nil {
-		b.Fatal(err)
-	}
-	batch := graph.NewBatch(gs)
-	step := func(i int) {
-		tp := autograd.NewTape()
-		loss, _ := m.Objective(tp, batch, d.Features, vae.Training, tensor.NewRNG(uint64(i)))
-		trainer.ZeroGrad(params)
-		tp.Backward(loss.Total)
-		tp.Release()
-		opt.Step()
-	}
+	step := trainStep(b, m, gs, d, 1e-4)
 	step(-1)
 	b.ResetTimer()
 	for i := range b.N {
@@ -161,4 +132,27 @@ func BenchmarkTrainStepTrained(b *testing.B) {
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/step")
 	b.ReportMetric(0, "ns/op")
+}
+
+// trainStep returns one LG-VAE optimisation step on the batch of gs
+// (forward, backward, the finite check and the AdamW update at rate lr,
+// as vae.Train does them), drawing its noise from seed i.
+func trainStep(b *testing.B, m *vae.Model, gs []*graph.Graph, d *vae.Dataset, lr float64) func(i int) {
+	params := trainer.OptimParams(m)
+	opt, err := optim.NewAdamW(params, optim.AdamWConfig{LR: lr, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 1e-4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := graph.NewBatch(gs)
+	return func(i int) {
+		tp := autograd.NewTape()
+		loss, _ := m.Objective(tp, batch, d.Features, vae.Training, tensor.NewRNG(uint64(i)))
+		trainer.ZeroGrad(params)
+		tp.Backward(loss.Total)
+		tp.Release()
+		if err := optim.CheckFinite(params); err != nil {
+			b.Fatal(err)
+		}
+		opt.Step()
+	}
 }
