@@ -3,21 +3,47 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"time"
 
 	"lgflow/dist"
 	"lgflow/internal/cli"
 	"lgflow/tensor"
+	"lgflow/trainer"
 )
 
 // openComm returns the communicator of a training command (dist.Open):
 // under mpirun the MPI job's, which makes the run data parallel, else one
-// process (dist.Local) and nothing changes. closeComm ends it.
+// process (dist.Local) and nothing changes. closeComm ends it. The
+// collectives' watchdog is dist.DefaultTimeout, or $LGFLOW_DIST_TIMEOUT
+// (a duration such as 90s): a rank that waits longer for the others
+// exits with an error naming the rank it waited for.
 func openComm() (dist.Comm, error) {
-	c, err := dist.Open(dist.Options{})
+	timeout, err := distTimeout()
+	if err != nil {
+		return nil, err
+	}
+	c, err := dist.Open(dist.Options{Timeout: timeout})
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// distTimeout returns the watchdog $LGFLOW_DIST_TIMEOUT sets (0: unset,
+// dist.DefaultTimeout) and makes trainer.OnRoot return to it after
+// waiting for rank 0.
+func distTimeout() (time.Duration, error) {
+	v := os.Getenv("LGFLOW_DIST_TIMEOUT")
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("LGFLOW_DIST_TIMEOUT=%q: want a positive duration such as 90s or 10m", v)
+	}
+	trainer.StepTimeout = d
+	return d, nil
 }
 
 // openTraining returns the communicator and the backend of a training
@@ -33,6 +59,9 @@ func openTraining(device *cli.Device) (comm dist.Comm, be tensor.Backend, done f
 	be, comm, err = device.TrainBackend(rankOut(boot, stderr), boot)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if comm != boot {
+		comm.SetTimeout(trainer.StepTimeout)
 	}
 	done = func(err *error) {
 		if comm != boot {

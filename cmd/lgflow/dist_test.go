@@ -359,3 +359,65 @@ func TestTorchrunLaunch(t *testing.T) {
 		t.Errorf("train-flow took %v to fail", d)
 	}
 }
+
+// TestDataParallelRankHung stops rank 1 (SIGSTOP) in the middle of a
+// data-parallel run: rank 0 must give up within the watchdog
+// ($LGFLOW_DIST_TIMEOUT, 3 s here) with an error naming the rank it
+// waited for, the job must end non-zero, and the checkpoint left must
+// load.
+func TestDataParallelRankHung(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds the ranks through /proc")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	args := dpVAE(dir, 100000)
+	args = append(args[:len(args)-2], "-config", "log_every=1,checkpoint_every=3", "-out", dir)
+	cmd := mpitest.Command(t, context.Background(), 2, append([]string{exe}, args...), childEnv+"=1", "GOMAXPROCS=1", "LGFLOW_DIST_TIMEOUT=3s")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer mpitest.KillGroup(cmd)
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "step     10/") {
+			break
+		}
+	}
+	pid := rankPID(cmd.Process.Pid, 1)
+	if pid == 0 {
+		t.Fatalf("rank 1 not found among mpirun's children\n%s", errOut.String())
+	}
+	stopped := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	go io.Copy(io.Discard, stdout)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the job still runs 60 s after rank 1 was stopped\n%s", errOut.String())
+	}
+	if err == nil {
+		t.Fatalf("the job exited 0 after rank 1 hung\n%s", errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "rank 1") || !strings.Contains(errOut.String(), "3s") && !strings.Contains(errOut.String(), "timed out") {
+		t.Errorf("rank 0's error does not name rank 1 and the timeout:\n%s", errOut.String())
+	}
+	t.Logf("job ended %.1f s after rank 1 was stopped: %v\n%s", time.Since(stopped).Seconds(), err, errOut.String())
+	if step, _ := checkRunDir(t, dir); step < 9 {
+		t.Errorf("the checkpoint left is of step %d, want >= 9", step)
+	}
+}
