@@ -264,53 +264,14 @@ func TestDataParallelRankKilled(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("finds the ranks through /proc")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	// Far more steps than the kill leaves it: with a constant learning
 	// rate, the resumed run to step 30 follows a run of 30 steps.
-	args := dpVAE(dir, 100000)
-	args = append(args[:len(args)-2], "-config", "log_every=1,checkpoint_every=3", "-out", dir)
-	cmd := mpitest.Command(t, context.Background(), 2, append([]string{exe}, args...), childEnv+"=1", "GOMAXPROCS=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer mpitest.KillGroup(cmd)
-	// Kill rank 1 once rank 0 reports step 10 (a checkpoint at step 9).
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "step     10/") {
-			break
-		}
-	}
-	pid := rankPID(cmd.Process.Pid, 1)
-	if pid == 0 {
-		t.Fatalf("rank 1 not found among mpirun's children\n%s", errOut.String())
-	}
-	killed := time.Now()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, stdout)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err = <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the job still runs 60 s after rank 1 was killed\n%s", errOut.String())
-	}
+	err, errOut, after := signalRank1(t, dir, syscall.SIGKILL)
 	if err == nil {
-		t.Fatalf("the job exited 0 after rank 1 was killed\n%s", errOut.String())
+		t.Fatalf("the job exited 0 after rank 1 was killed\n%s", errOut)
 	}
-	t.Logf("job ended %.1f s after rank 1 was killed: %v", time.Since(killed).Seconds(), err)
+	t.Logf("job ended %.1f s after rank 1 was killed: %v", after.Seconds(), err)
 	step, _ := checkRunDir(t, dir)
 	if step < 9 || step >= 30 {
 		t.Fatalf("the checkpoint left is of step %d, want 9 to 29", step)
@@ -369,14 +330,34 @@ func TestDataParallelRankHung(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("finds the ranks through /proc")
 	}
+	dir := t.TempDir()
+	err, errOut, after := signalRank1(t, dir, syscall.SIGSTOP, "LGFLOW_DIST_TIMEOUT=3s")
+	if err == nil {
+		t.Fatalf("the job exited 0 after rank 1 hung\n%s", errOut)
+	}
+	if !strings.Contains(errOut, "rank 1") || !strings.Contains(errOut, "3s") && !strings.Contains(errOut, "timed out") {
+		t.Errorf("rank 0's error does not name rank 1 and the timeout:\n%s", errOut)
+	}
+	t.Logf("job ended %.1f s after rank 1 was stopped: %v", after.Seconds(), err)
+	if step, _ := checkRunDir(t, dir); step < 9 {
+		t.Errorf("the checkpoint left is of step %d, want >= 9", step)
+	}
+}
+
+// signalRank1 runs a long data-parallel train-vae into dir on 2 ranks
+// (env added to theirs), sends rank 1 sig once rank 0 reports step 10 (a
+// checkpoint at step 9), and returns how the job ended, its stderr and
+// how long after the signal; it fails t if the job outlives the signal
+// by 60 s.
+func signalRank1(t *testing.T, dir string, sig syscall.Signal, env ...string) (error, string, time.Duration) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	args := dpVAE(dir, 100000)
 	args = append(args[:len(args)-2], "-config", "log_every=1,checkpoint_every=3", "-out", dir)
-	cmd := mpitest.Command(t, context.Background(), 2, append([]string{exe}, args...), childEnv+"=1", "GOMAXPROCS=1", "LGFLOW_DIST_TIMEOUT=3s")
+	cmd := mpitest.Command(t, context.Background(), 2, append([]string{exe}, args...), append([]string{childEnv + "=1", "GOMAXPROCS=1"}, env...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -397,8 +378,8 @@ func TestDataParallelRankHung(t *testing.T) {
 	if pid == 0 {
 		t.Fatalf("rank 1 not found among mpirun's children\n%s", errOut.String())
 	}
-	stopped := time.Now()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+	sent := time.Now()
+	if err := syscall.Kill(pid, sig); err != nil {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGKILL)
@@ -408,16 +389,7 @@ func TestDataParallelRankHung(t *testing.T) {
 	select {
 	case err = <-done:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the job still runs 60 s after rank 1 was stopped\n%s", errOut.String())
+		t.Fatalf("the job still runs 60 s after rank 1 got %v\n%s", sig, errOut.String())
 	}
-	if err == nil {
-		t.Fatalf("the job exited 0 after rank 1 hung\n%s", errOut.String())
-	}
-	if !strings.Contains(errOut.String(), "rank 1") || !strings.Contains(errOut.String(), "3s") && !strings.Contains(errOut.String(), "timed out") {
-		t.Errorf("rank 0's error does not name rank 1 and the timeout:\n%s", errOut.String())
-	}
-	t.Logf("job ended %.1f s after rank 1 was stopped: %v\n%s", time.Since(stopped).Seconds(), err, errOut.String())
-	if step, _ := checkRunDir(t, dir); step < 9 {
-		t.Errorf("the checkpoint left is of step %d, want >= 9", step)
-	}
+	return err, errOut.String(), time.Since(sent)
 }
