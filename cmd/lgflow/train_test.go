@@ -86,7 +86,7 @@ func TestTrainGraphs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, gs, 3)
 
-	// tune: the best point becomes the default, the old one "previous".
+	// tune: the chosen point becomes the default, the old one "previous".
 	old := m.Recipe.Sampler
 	code, stdOut, errOut = run(t, "tune", "-model", out, "-n", "8", "-budget", "1m")
 	require.Equal(t, 0, code, errOut)

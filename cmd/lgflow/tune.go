@@ -38,7 +38,7 @@ type tuneFlags struct {
 }
 
 // keepAs is the name of the alternative that keeps the old default when
-// tune writes the best point as the default.
+// tune writes the chosen point as the default.
 const keepAs = "previous"
 
 func parseTune(args []string) (*tuneFlags, error) {
@@ -52,10 +52,10 @@ func parseTune(args []string) (*tuneFlags, error) {
 		sampler:     cli.AddSampler(fs, true),
 		constraints: fs.Bool("constraints", false, "also try decoding under the validity rule's constraints (planar and connected, spanning trees, acyclicity, connectivity; not the paper's sampler)"),
 		n:           fs.Int("n", 256, "graphs sampled for each point, all with -seed"),
-		mmdWeight:   fs.Float64("mmd-weight", bundle.DefaultMMDWeight, "the score is V.U.N. (%) minus this times log2 of the geometric mean of the MMDs over the start's: the points of V.U.N. that halving every MMD is worth"),
+		mmdWeight:   fs.Float64("mmd-weight", bundle.DefaultMMDWeight, "the score that guides the search is V.U.N. (%) minus this times log2 of the geometric mean of the MMDs over the start's: the points of V.U.N. that halving every MMD is worth (the point chosen is the highest V.U.N. with no MMD more than 10% above the start's)"),
 		seed:        fs.Uint64("seed", 1, "seed of every point's samples (another than the card's figures were measured with)"),
 		budget:      fs.Duration("budget", 15*time.Minute, "time for the search; it stops before a sampling that would not fit (0: the whole search)"),
-		write:       fs.Bool("write", true, "write the best point into sampler.json as the default, the old default kept as the alternative \""+keepAs+"\" (-write=false: print only)"),
+		write:       fs.Bool("write", true, "write the chosen point into sampler.json as the default, the old default kept as the alternative \""+keepAs+"\" (-write=false: print only)"),
 		device:      cli.AddDevice(fs),
 	}
 	if err := parseFlags(fs, args); err != nil {
@@ -128,7 +128,7 @@ func runTune(ctx context.Context, args []string) error {
 	if err := updated.Save(path); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: the best point as the default, the old default as %q\n", path, keepAs)
+	fmt.Fprintf(stdout, "wrote %s: the chosen point as the default, the old default as %q\n", path, keepAs)
 	return nil
 }
 
@@ -171,20 +171,20 @@ func tuneRule(validity string, card flow.Card, val []*graph.Graph) (string, func
 	return rule, valid, nil
 }
 
-// printTune prints what the search found: the start, the best point and
-// the trade-off front.
+// printTune prints what the search found: the start, the point chosen
+// and the trade-off front.
 func printTune(res *bundle.TuneResult) {
 	fmt.Fprintf(stdout, "%d points from %d samplings in %s; V.U.N. in %%, MMD² × 1e3 against the validation graphs\n", res.Points, res.Samplings, res.Elapsed.Round(time.Second))
 	fmt.Fprintf(stdout, "start  %s  [%s]\n", res.Start.Figures, describeSampler(res.Start.Sampler))
-	fmt.Fprintf(stdout, "best   %s  [%s]  score %+.1f\n", res.Best.Figures, describeSampler(res.Best.Sampler), res.Best.Score-res.Start.Score)
+	fmt.Fprintf(stdout, "chosen %s  [%s]  score %+.1f\n", res.Best.Figures, describeSampler(res.Best.Sampler), res.Best.Score-res.Start.Score)
 	fmt.Fprintf(stdout, "the trade-off front (no point beats these in V.U.N. and every MMD together):\n")
 	for _, p := range res.Front {
 		fmt.Fprintf(stdout, "  %s  [%s]\n", p.Figures, describeSampler(p.Sampler))
 	}
 }
 
-// tunedRecipe returns r with res's best point as the default: the old
-// default becomes the alternative keepAs, with its figures; the best
+// tunedRecipe returns r with res's chosen point as the default: the old
+// default becomes the alternative keepAs, with its figures; the chosen
 // point's figures, measured as measured says, replace the default's.
 func tunedRecipe(r *flow.Recipe, res *bundle.TuneResult, keepAs, measured, rule string) *flow.Recipe {
 	out := *r
