@@ -22,7 +22,7 @@ func TestResumeKeepsCheckpointConfig(t *testing.T) {
 		dir := t.TempDir()
 		code, _, errOut := run(t, tinyVAE(dir, 4)...)
 		require.Equal(t, 0, code, errOut)
-		// No model settings and no lr: the preset's width 64 and learning
+		// No model settings and no lr: the preset's width and learning
 		// rate must not come back.
 		base := []string{"train-vae", "-dataset", "tree", "-train-split", "val", "-val-split", "test", "-max-train", "16", "-out", dir}
 		code, _, errOut = run(t, append(base, "-config", "steps=6")...)
