@@ -13,8 +13,9 @@ import (
 const nClasses = 1 + 4*58
 
 var (
-	pool32 [nClasses]sync.Pool
-	pool64 [nClasses]sync.Pool
+	pool32  [nClasses]sync.Pool
+	pool64  [nClasses]sync.Pool
+	poolI32 [nClasses]sync.Pool // Scratch's int32 buffers
 )
 
 // sizeClass returns the class of a buffer holding n elements and its capacity.
@@ -33,15 +34,47 @@ func sizeClass(n int) (class, capacity int) {
 type poolBuf struct {
 	p32   *[]float32
 	p64   *[]float64
+	i32   *[]int32
 	class int
 }
 
 func (b *poolBuf) put() {
-	if b.p32 != nil {
+	switch {
+	case b.p32 != nil:
 		pool32[b.class].Put(b.p32)
-	} else if b.p64 != nil {
+	case b.p64 != nil:
 		pool64[b.class].Put(b.p64)
+	case b.i32 != nil:
+		poolI32[b.class].Put(b.i32)
 	}
+}
+
+// Scratch returns an uninitialised contiguous CPU tensor of dtype dt and the
+// given shape from the tape's buffer pool, for a host-side input of the
+// tape's computation (a mask, a constant assembled on the CPU). Release
+// takes it back: it must not be used afterwards (Clone what you keep).
+//
+// A training step that allocates such inputs with tensor.New takes fresh
+// memory every step until the next garbage collection, and the first write
+// to every page of it faults into the operating system (about 15 us a page
+// on a virtual machine: 2 ms for a 512 KiB mask); a scratch buffer is a
+// buffer of an earlier step.
+func (tp *Tape) Scratch(dt tensor.DType, shape ...int) *tensor.Tensor {
+	return tp.allocDT(dt, tensor.CPU, shape...)
+}
+
+// ScratchInt32 returns an uninitialised slice of n int32s (indices,
+// targets) from the tape's buffer pool, which Release takes back (see
+// Scratch).
+func (tp *Tape) ScratchInt32(n int) []int32 {
+	class, capacity := sizeClass(n)
+	p, _ := poolI32[class].Get().(*[]int32)
+	if p == nil {
+		s := make([]int32, capacity)
+		p = &s
+	}
+	tp.bufs = append(tp.bufs, poolBuf{i32: p, class: class})
+	return (*p)[:n]
 }
 
 // alloc returns an uninitialised contiguous tensor of the given shape with the

@@ -246,3 +246,47 @@ func TestFreeze(t *testing.T) {
 		t.Errorf("input gradient %v, want [3 7]", x.Grad)
 	}
 }
+
+// TestScratch: scratch buffers have the shape, dtype and length asked for,
+// live on the CPU, and are usable again after Release, on tapes that
+// record and on no-grad tapes.
+func TestScratch(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		noGrad bool
+		dt     tensor.DType
+		shape  []int
+		ints   int
+	}{
+		{"recording/float32", false, tensor.Float32, []int{32, 1, 64, 64}, 131072},
+		{"recording/float64", false, tensor.Float64, []int{7, 3}, 1},
+		{"nograd/float32", true, tensor.Float32, []int{100}, 65},
+		{"nograd/scalar", true, tensor.Float32, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for round := range 2 {
+				tp := NewTape()
+				if c.noGrad {
+					tp = NoGrad()
+				}
+				x := tp.Scratch(c.dt, c.shape...)
+				want := 1
+				for _, d := range c.shape {
+					want *= d
+				}
+				if x.DType() != c.dt || x.Size() != want || x.Backend() != tensor.CPU || !x.IsContiguous() {
+					t.Fatalf("round %d: %v %v on %v, want %v %v on the CPU", round, x.DType(), x.Shape(), x.Backend(), c.dt, c.shape)
+				}
+				x.Fill(float64(round + 1))
+				ix := tp.ScratchInt32(c.ints)
+				if len(ix) != c.ints {
+					t.Fatalf("round %d: %d int32s, want %d", round, len(ix), c.ints)
+				}
+				for i := range ix {
+					ix[i] = int32(i)
+				}
+				tp.Release()
+			}
+		})
+	}
+}

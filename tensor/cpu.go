@@ -82,7 +82,7 @@ func (cpuBackend) Fill(dst *Tensor, v float64) {
 	j.t[0] = dst
 	j.f[0] = v
 	j.l.setup(dst.shape, dst)
-	j.run(j.l.size, parallelGrain)
+	j.run(j.l.size, elementGrain)
 	putJob(j)
 }
 
@@ -128,7 +128,7 @@ func (cpuBackend) Copy(dst, src *Tensor) {
 	j := getJob(fn)
 	j.t[0], j.t[1] = dst, src
 	j.l.setup(dst.shape, dst, src)
-	j.run(j.l.size, parallelGrain)
+	j.run(j.l.size, elementGrain)
 	putJob(j)
 }
 

@@ -11,7 +11,7 @@ const blk = 256
 func unaryGrain(op UnaryOp) int {
 	switch op {
 	case UnaryNeg, UnarySquare, UnaryAbs, UnaryReLU, UnaryAffine, UnaryClamp:
-		return parallelGrain
+		return elementGrain
 	}
 	return parallelGrain / 8
 }
@@ -194,7 +194,7 @@ func binaryGrain(op BinaryOp) int {
 	case BinaryGELUGrad, BinarySiLUGrad:
 		return parallelGrain / 8
 	}
-	return parallelGrain
+	return elementGrain
 }
 
 func (cpuBackend) Binary(op BinaryOp, dst, a, b *Tensor, alpha float64) {
@@ -402,7 +402,7 @@ func (cpuBackend) Where(dst, cond, a, b *Tensor) {
 	j.t[0], j.t[1], j.t[2], j.t[3] = dst, cond, a, b
 	j.b[0] = false
 	j.l.setup(dst.shape, dst, cond, a, b)
-	j.run(j.l.size, parallelGrain)
+	j.run(j.l.size, elementGrain)
 	putJob(j)
 }
 
@@ -412,7 +412,7 @@ func (cpuBackend) MaskedFill(dst, a, mask *Tensor, v float64) {
 	j.b[0] = true
 	j.f[0] = v
 	j.l.setup(dst.shape, dst, mask, nil, a)
-	j.run(j.l.size, parallelGrain)
+	j.run(j.l.size, elementGrain)
 	putJob(j)
 }
 

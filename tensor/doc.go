@@ -56,9 +56,12 @@
 // Strided loops merge dimensions that are contiguous for every operand and
 // take fast paths for the common layouts (same-shape contiguous operands, a
 // row vector broadcast over a matrix, a per-row scalar); other layouts are
-// gathered in blocks. Tensors above about 32K elements are split over the
-// calling goroutine and GOMAXPROCS-1 helper goroutines, shared with the
-// GEMM (internal/parallel; no goroutine per call).
+// gathered in blocks. Tensors above about 32K elements (16K for copies and
+// element-wise arithmetic) are split over the calling goroutine and
+// GOMAXPROCS-1 helper goroutines, shared with the GEMM (internal/parallel;
+// no goroutine per call), the caller taking the chunks from the front and
+// the helpers from the back, so that consecutive kernels run the same rows
+// on the same cores.
 // Chunk boundaries depend only on tensor sizes, so reductions give the same
 // bits whatever the number of cores. Float32 matrix products run on the
 // assembly micro-kernels of internal/gemm (see GEMMKernel; LGFLOW_GEMM=go

@@ -2,7 +2,6 @@ package tensor
 
 import (
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"lgflow/internal/parallel"
@@ -44,8 +43,8 @@ type job struct {
 	s32  []float32 // scratch
 
 	// Scheduling.
-	state   atomic.Uint64 // generation<<32 | chunks not yet claimed
-	total   int           // range [0,total) split into chunks
+	blocks  parallel.Blocks // the chunks: the caller's from the front, helpers' from the back
+	total   int             // range [0,total) split into chunks
 	chunk   int
 	nchunks int
 	wg      parallel.Count
@@ -69,25 +68,28 @@ func putJob(j *job) {
 	jobPool.Put(j)
 }
 
-// Help is work, for the helper goroutines of package parallel.
-func (j *job) Help() { j.work() }
-
-// work claims and runs chunks until none are left.
-func (j *job) work() {
-	for {
-		s := j.state.Load()
-		rem := s & 0xffffffff
-		if rem == 0 {
-			return
-		}
-		if !j.state.CompareAndSwap(s, s-1) {
-			continue
-		}
-		c := int(rem - 1)
-		lo := c * j.chunk
-		j.fn(j, lo, min(lo+j.chunk, j.total))
-		j.wg.Done()
+// Help claims and runs chunks from the back until none are left, for the
+// helper goroutines of package parallel.
+func (j *job) Help() {
+	for c, ok := j.blocks.Back(); ok; c, ok = j.blocks.Back() {
+		j.chunk1(c)
 	}
+}
+
+// work claims and runs chunks from the front until none are left, for the
+// caller: consecutive kernels over the same rows run them on the same cores
+// (parallel.Blocks).
+func (j *job) work() {
+	for c, ok := j.blocks.Front(); ok; c, ok = j.blocks.Front() {
+		j.chunk1(c)
+	}
+}
+
+// chunk1 runs chunk c.
+func (j *job) chunk1(c int) {
+	lo := c * j.chunk
+	j.fn(j, lo, min(lo+j.chunk, j.total))
+	j.wg.Done()
 }
 
 // chunking returns the chunk size and count for n items with at least grain
@@ -121,8 +123,7 @@ func (j *job) run(n, grain int) int {
 		return nchunks
 	}
 	j.wg.Add(nchunks)
-	gen := (j.state.Load() >> 32) + 1
-	j.state.Store(gen<<32 | uint64(nchunks))
+	j.blocks.Reset(nchunks)
 	t := parallel.Offer(j, min(nw, nchunks-1))
 	j.work()
 	parallel.Withdraw(t)
@@ -139,6 +140,13 @@ func (j *job) runRows(n, cost int) int {
 // parallelGrain is the number of elements of cheap work below which a kernel
 // runs on the calling goroutine only.
 const parallelGrain = 1 << 15
+
+// elementGrain is parallelGrain for the element-wise kernels whose every
+// element comes out the same whatever the chunks (copies, fills, Where and
+// the arithmetic ops, whose vector kernels give the Go loops' bits): half
+// as much, so that a small model's (nodes, latent) tensors of 32K elements
+// are split too instead of leaving the other cores idle.
+const elementGrain = parallelGrain / 2
 
 // scratchPool holds reusable float64 buffers for kernels that need
 // temporary memory (partial sums, per-head score gradients).

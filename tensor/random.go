@@ -135,8 +135,84 @@ func portableLog(x float64) float64 {
 // FillNormal fills t with independent normal variates of the given mean and
 // standard deviation, drawn in row-major order (so the values do not depend
 // on t's layout or backend), and returns t.
+//
+// A large CPU tensor is filled in two passes with the same result: the
+// polar method's accepted pairs drawn in order on the calling goroutine,
+// then their logarithms and square roots, most of the work, on all cores.
 func FillNormal(t *Tensor, r *RNG, mean, std float64) *Tensor {
-	return fillRandom(t, func() float64 { return mean + std*r.Normal() })
+	if t.backend() == CPU && t.IsContiguous() {
+		if t.dtype == Float32 {
+			fillNormal[float32](t, r, mean, std)
+		} else {
+			fillNormal[float64](t, r, mean, std)
+		}
+		return t
+	}
+	host := New(t.dtype, t.shape...)
+	FillNormal(host, r, mean, std)
+	return Copy(t, host)
+}
+
+// normalGrain is the number of normal pairs below which FillNormal draws
+// on the calling goroutine only, variate by variate.
+const normalGrain = 2048
+
+// fillNormal fills t, a contiguous CPU tensor, as FillNormal does.
+func fillNormal[T float](t *Tensor, r *RNG, mean, std float64) {
+	off := t.offset
+	d := data[T](t)[off : off+t.Size()]
+	if len(d) > 0 && r.hasSpare {
+		d[0] = T(mean + std*r.Normal())
+		d = d[1:]
+		off++
+	}
+	pairs := len(d) / 2
+	if pairs < normalGrain {
+		for i := range d {
+			d[i] = T(mean + std*r.Normal())
+		}
+		return
+	}
+	// Pass 1: the accepted (u, v) of every pair, in the order Normal
+	// draws them.
+	sp := getScratch(2 * pairs)
+	uv := *sp
+	for p := range pairs {
+		for {
+			u := 2*r.Uniform() - 1
+			v := 2*r.Uniform() - 1
+			if s := float64(u*u) + float64(v*v); s < 1 && s != 0 {
+				uv[2*p], uv[2*p+1] = u, v
+				break
+			}
+		}
+	}
+	// Pass 2: Normal's transform of each pair, on all cores.
+	j := getJob(normalRange[T])
+	j.t[0] = t
+	j.s64 = uv
+	j.f[0], j.f[1] = mean, std
+	j.n[0] = off
+	j.runRows(pairs, 64)
+	putJob(j)
+	putScratch(sp)
+	if len(d)%2 == 1 {
+		d[len(d)-1] = T(mean + std*r.Normal())
+	}
+}
+
+// normalRange writes pairs [lo, hi) of fillNormal's pass 2 into j.t[0]
+// from element j.n[0] on.
+func normalRange[T float](j *job, lo, hi int) {
+	d := data[T](j.t[0])[j.n[0]:]
+	uv, mean, std := j.s64, j.f[0], j.f[1]
+	for p := lo; p < hi; p++ {
+		u, v := uv[2*p], uv[2*p+1]
+		s := float64(u*u) + float64(v*v)
+		f := math.Sqrt(-2 * portableLog(s) / s)
+		d[2*p] = T(mean + std*float64(u*f))
+		d[2*p+1] = T(mean + std*float64(v*f))
+	}
 }
 
 // FillUniform fills t with independent variates uniform in [lo, hi), drawn

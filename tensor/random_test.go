@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 )
 
@@ -80,4 +81,53 @@ func TestRNGDistributions(t *testing.T) {
 	a := FillNormal(New(Float32, 3, 4), NewRNG(9), 1, 2)
 	b := FillNormal(New(Float32, 4, 3).T(), NewRNG(9), 1, 2)
 	assertClose(t, b, []int{3, 4}, a.Float64s(), 0, "layout-independent FillNormal")
+}
+
+// TestFillNormalPasses checks FillNormal's two-pass fill of large CPU
+// tensors against drawing variate by variate with Normal, bit for bit, and
+// that it leaves the generator where Normal would: odd and even sizes
+// around the threshold, with and without a spare variate, in views that
+// start inside their storage, on one and two threads.
+func TestFillNormalPasses(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct {
+		dt        DType
+		n, skip   int // elements filled; elements of the storage before them
+		spare     bool
+		mean, std float64
+	}{
+		{Float32, 10, 0, false, 0, 1},
+		{Float32, 2*normalGrain - 1, 0, false, 0, 1},
+		{Float32, 2 * normalGrain, 0, false, 0, 1},
+		{Float32, 2*normalGrain + 1, 0, true, 0, 1},
+		{Float32, 2*normalGrain + 2, 0, true, 0.5, 2},
+		{Float32, 65536, 3, false, -1, 0.25},
+		{Float64, 65537, 0, false, 0, 1},
+		{Float64, 40000, 5, true, 3, 0.1},
+	} {
+		for _, procs := range []int{1, 2} {
+			runtime.GOMAXPROCS(procs)
+			name := fmt.Sprintf("%v/n=%d/skip=%d/spare=%v/procs=%d", c.dt, c.n, c.skip, c.spare, procs)
+			r, ref := NewRNG(9), NewRNG(9)
+			if c.spare {
+				r.Normal()
+				ref.Normal()
+			}
+			got := New(c.dt, c.skip+c.n).Slice(0, c.skip, c.skip+c.n)
+			FillNormal(got, r, c.mean, c.std)
+			g := got.To(Float64).Data64()
+			for i := range c.n {
+				want := c.mean + c.std*ref.Normal()
+				if c.dt == Float32 {
+					want = float64(float32(want))
+				}
+				if math.Float64bits(g[i]) != math.Float64bits(want) {
+					t.Fatalf("%s: element %d = %v, want %v", name, i, g[i], want)
+				}
+			}
+			if a, b := r.Normal(), ref.Normal(); a != b {
+				t.Fatalf("%s: next variate %v, want %v", name, a, b)
+			}
+		}
+	}
 }

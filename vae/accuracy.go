@@ -82,7 +82,7 @@ func ratio(a, b int) float64 {
 
 // accuracy compares a decoded batch with its targets.
 func accuracy(dec *Decoded, b *graph.Batch) Accuracy {
-	edgeT, nodeT := targets(b)
+	edgeT, nodeT := targets(nil, b)
 	N := dec.N
 	C := dec.EdgeLogits.Dim(3)
 	cls := tensor.Argmax(dec.EdgeLogits.Value.Reshape(len(edgeT), C), 1)

@@ -23,19 +23,6 @@ type Loss struct {
 	KL float64
 }
 
-// targets returns the padded edge-class targets (B*N*N) and node-label
-// targets (B*N) of a batch.
-func targets(b *graph.Batch) (edge, node []int32) {
-	edge = b.DenseEdgeClasses(nil)
-	if b.NodeLabels != nil {
-		node = make([]int32, b.Len()*b.MaxN)
-		for i, l := range b.NodeLabels {
-			node[b.PaddedRow(i)] = l
-		}
-	}
-	return edge, node
-}
-
 // nodeWeights returns the (B*N) 0/1 weights of real nodes in padded order.
 func nodeWeights(b *graph.Batch) []float32 { return b.Mask(nil) }
 
@@ -190,7 +177,7 @@ func (m *Model) objective(tp *autograd.Tape, b *graph.Batch, feats []*Features, 
 // averaged over each graph's ordered pairs, and node labels averaged over
 // nodes (nil when unlabelled).
 func (m *Model) reconstruction(tp *autograd.Tape, dec *Decoded, b *graph.Batch) (edge, node *autograd.Var) {
-	edgeT, nodeT := targets(b)
+	edgeT, nodeT := targets(tp, b)
 	C := m.Cfg.EdgeClasses + 1
 	pairW := dec.PairMask.To(tensor.Float32).Data32()
 	edge = tp.SoftmaxCrossEntropy(tp.Reshape(dec.EdgeLogits, len(edgeT), C), edgeT, pairW)

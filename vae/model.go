@@ -210,62 +210,6 @@ const calibrate Mode = -1
 // DType returns the floating-point type of the model's parameters.
 func (m *Model) DType() tensor.DType { return m.eps.DType() }
 
-// encoderInput assembles phi's constant inputs for a batch: eigenvector
-// entries (with sign flips and orbit perturbation applied) of shape
-// (nodes, K, 1 or 2), eigenvalues (nodes, K, 1) and the slot mask
-// (nodes*K, 1).
-func (m *Model) encoderInput(feats []*Features, nodes int, mode Mode, r *tensor.RNG) (vec, vals, slot *tensor.Tensor) {
-	K := m.Cfg.K
-	dt := m.DType()
-	parts := 1
-	if m.Cfg.Directed {
-		parts = 2
-	}
-	v := make([]float64, nodes*K*parts)
-	lam := make([]float64, nodes*K)
-	sl := make([]float64, nodes*K)
-	sign := make([]float64, K)
-	for j := range sign {
-		sign[j] = 1
-		if mode == Training && m.Cfg.SignFlips && r.Uniform() < 0.5 {
-			sign[j] = -1
-		}
-	}
-	row := 0
-	for _, f := range feats {
-		var gr *tensor.RNG
-		if m.Cfg.Eta > 0 {
-			gr = r
-			if mode != Training {
-				// Evaluation: noise depends only on the graph itself, so a
-				// graph's latents do not depend on its batch.
-				gr = tensor.NewRNG(featureHash(f))
-			}
-		}
-		rms := 1.0
-		if m.Cfg.ScaleEigvecs {
-			rms = math.Sqrt(float64(f.N))
-		}
-		for i := range f.N {
-			scale := rms
-			if gr != nil && f.Orbits[i] != 0 {
-				scale = rms * (1 + m.Cfg.Eta*gr.Normal())
-			}
-			for j := range min(f.N, K) {
-				s, at := sign[j]*scale, row*K+j
-				v[at*parts] = s * float64(f.Vectors[i*K+j])
-				if parts == 2 {
-					v[at*parts+1] = s * float64(f.Imag[i*K+j])
-				}
-				lam[at] = float64(f.Values[j])
-				sl[at] = 1
-			}
-			row++
-		}
-	}
-	return tensor.FromFloat64(v, nodes, K, parts).To(dt), tensor.FromFloat64(lam, nodes, K, 1).To(dt), tensor.FromFloat64(sl, nodes*K, 1).To(dt)
-}
-
 // featureHash returns a seed derived from a graph's features (FNV-1a).
 func featureHash(f *Features) uint64 {
 	h := uint64(14695981039346656037)
@@ -304,9 +248,9 @@ func (m *Model) encode(tp *autograd.Tape, b *graph.Batch, feats []*Features, mod
 	nodes, K := b.NumNodes(), m.Cfg.K
 	var vecT, valsT, slotT *tensor.Tensor
 	if sh == nil {
-		vecT, valsT, slotT = m.encoderInput(feats, nodes, mode, r)
+		vecT, valsT, slotT = m.encoderInput(tp, feats, nodes, mode, r)
 	} else {
-		vecT, valsT, slotT = m.encoderInput(sh.feats, sh.nodes, mode, r)
+		vecT, valsT, slotT = m.encoderInput(tp, sh.feats, sh.nodes, mode, r)
 		lo, hi := sh.nodeLo, sh.nodeLo+nodes
 		vecT, valsT, slotT = vecT.Slice(0, lo, hi).Clone(), valsT.Slice(0, lo, hi).Clone(), slotT.Slice(0, lo*K, hi*K).Clone()
 	}
@@ -402,54 +346,13 @@ func Reparameterize(tp *autograd.Tape, mu, logvar *autograd.Var, r *tensor.RNG) 
 func reparameterize(tp *autograd.Tape, mu, logvar *autograd.Var, r *tensor.RNG, sh *share) *autograd.Var {
 	var noise *tensor.Tensor
 	if sh == nil {
-		noise = tensor.RandN(r, mu.DType(), mu.Shape()...)
+		noise = tensor.FillNormal(tp.Scratch(mu.DType(), mu.Shape()...), r, 0, 1)
 	} else {
 		noise = tensor.RandN(r, mu.DType(), sh.nodes, mu.Dim(1)).Slice(0, sh.nodeLo, sh.nodeLo+mu.Dim(0)).Clone()
 	}
 	noise = noise.On(mu.Value.Backend())
 	std := tp.Exp(tp.MulScalar(logvar, 0.5))
 	return tp.Add(mu, tp.Mul(std, autograd.NewConst(noise)))
-}
-
-// padIndex returns, for the padded layout (B*MaxN rows), the row of the
-// concatenated node each slot holds, or nodes (one past the end: a zero
-// row) for padding slots.
-func padIndex(b *graph.Batch) []int32 {
-	idx := make([]int32, b.Len()*b.MaxN)
-	nodes := int32(b.NumNodes())
-	for i := range idx {
-		idx[i] = nodes
-	}
-	for g := range b.Len() {
-		for u := b.NodeOffset[g]; u < b.NodeOffset[g+1]; u++ {
-			idx[g*b.MaxN+u-b.NodeOffset[g]] = int32(u)
-		}
-	}
-	return idx
-}
-
-// pairMask returns the (B, 1, N, N) mask of valid ordered pairs (i != j,
-// both real nodes) and the (B, 1, N, 1) count of valid pairs per row
-// (clamped to >= 1), for graphs of the given sizes padded to n.
-func pairMask(dt tensor.DType, sizes []int, n int) (mask, count *tensor.Tensor) {
-	B := len(sizes)
-	m := make([]float64, B*n*n)
-	c := make([]float64, B*n)
-	for g, k := range sizes {
-		for i := range n {
-			c[g*n+i] = float64(max(k-1, 1))
-			if i >= k {
-				c[g*n+i] = 1
-				continue
-			}
-			row := m[(g*n+i)*n : (g*n+i)*n+k]
-			for j := range row {
-				row[j] = 1
-			}
-			row[i] = 0
-		}
-	}
-	return tensor.FromFloat64(m, B, 1, n, n).To(dt), tensor.FromFloat64(c, B, 1, n, 1).To(dt)
 }
 
 // Decoded holds the decoder's outputs for a padded batch.
@@ -459,7 +362,9 @@ type Decoded struct {
 	EdgeLogits *autograd.Var
 	// NodeLogits is (B*N, a) in padded order, nil if unlabelled.
 	NodeLogits *autograd.Var
-	// PairMask is (B, 1, N, N): 1 for valid ordered pairs.
+	// PairMask is (B, 1, N, N): 1 for valid ordered pairs. Like the
+	// logits, it belongs to the decoding tape: Clone it to keep it past the
+	// tape's Release.
 	PairMask *tensor.Tensor
 	// Sizes holds each graph's node count; N is the padded width.
 	Sizes []int
@@ -514,7 +419,7 @@ func (m *Model) DecodeDense(tp *autograd.Tape, z *autograd.Var, sizes []int) *De
 	}
 	s = tp.Reshape(s, B, C, N, N)
 
-	mask, count := pairMask(dt, sizes, N)
+	mask, count := pairMask(tp, dt, sizes, N)
 	out.PairMask = mask
 	maskV, countV := autograd.NewConst(mask.On(m.backend())), autograd.NewConst(count.On(m.backend()))
 	// Row-wise DeepSet: context from the mean of row i's valid scores.

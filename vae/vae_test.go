@@ -223,10 +223,10 @@ func TestOrbitNoiseKeepsScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vec, _, _ := m.encoderInput([]*Features{f}, 6, Eval, tensor.NewRNG(1))
+	vec, _, _ := m.encoderInput(autograd.NoGrad(), []*Features{f}, 6, Eval, tensor.NewRNG(1))
 	c.Eta = 0
 	m0, _ := New(c, 1)
-	ref, _, _ := m0.encoderInput([]*Features{f}, 6, Eval, tensor.NewRNG(1))
+	ref, _, _ := m0.encoderInput(autograd.NoGrad(), []*Features{f}, 6, Eval, tensor.NewRNG(1))
 	for i := range 6 {
 		for j := range 4 {
 			a, b := vec.At(i, j, 0), ref.At(i, j, 0)

@@ -16,7 +16,6 @@ package parallel
 import (
 	"runtime"
 	"sync"
-	"sync/atomic"
 )
 
 // MinWork is the amount of work (elements touched) below which a kernel
@@ -55,15 +54,15 @@ func Rows(rows, work int, f func(lo, hi int)) {
 	s.run(p)
 }
 
-// split is one call of Cols or Rows: blocks claimed with an atomic counter
-// by the caller and by helpers (Offer). state holds a generation (the
-// struct is pooled and reused) and the count of unclaimed blocks, so a
-// helper that took the offer late claims nothing of the call it was
-// offered, only blocks of a later use, which it then helps with.
+// split is one call of Cols or Rows: blocks claimed by the caller from
+// the front and by helpers (Offer) from the back (Blocks). The struct is
+// pooled and reused: a helper that took the offer late claims nothing of
+// the call it was offered, only blocks of a later use, which it then helps
+// with.
 type split struct {
-	f     func(lo, hi int)
-	state atomic.Uint64 // generation<<32 | blocks not yet claimed
-	wg    Count
+	f      func(lo, hi int)
+	blocks Blocks
+	wg     Count
 
 	cols, block int // Cols: block b is [b*block, min((b+1)*block, cols))
 	rows, parts int // Rows (cols == 0): block b is [rows*b/parts, rows*(b+1)/parts)
@@ -80,35 +79,32 @@ func getSplit(f func(lo, hi int)) *split {
 
 func (s *split) run(n int) {
 	s.wg.Add(n)
-	gen := (s.state.Load() >> 32) + 1
-	s.state.Store(gen<<32 | uint64(n))
+	s.blocks.Reset(n)
 	t := Offer(s, min(n-1, Helpers()))
-	s.Help()
+	for b, ok := s.blocks.Front(); ok; b, ok = s.blocks.Front() {
+		s.block1(b)
+	}
 	Withdraw(t)
 	s.wg.Wait()
 	s.f = nil
 	splitPool.Put(s)
 }
 
-// Help runs unclaimed blocks until none are left (the last first). The
+// Help runs unclaimed blocks, the last first, until none are left. The
 // fields are read only after a claim, which a stale generation cannot win.
 func (s *split) Help() {
-	for {
-		st := s.state.Load()
-		rem := st & 0xffffffff
-		if rem == 0 {
-			return
-		}
-		if !s.state.CompareAndSwap(st, st-1) {
-			continue
-		}
-		b := int(rem - 1)
-		if s.cols > 0 {
-			lo := b * s.block
-			s.f(lo, min(lo+s.block, s.cols))
-		} else {
-			s.f(s.rows*b/s.parts, s.rows*(b+1)/s.parts)
-		}
-		s.wg.Done()
+	for b, ok := s.blocks.Back(); ok; b, ok = s.blocks.Back() {
+		s.block1(b)
 	}
+}
+
+// block1 runs block b.
+func (s *split) block1(b int) {
+	if s.cols > 0 {
+		lo := b * s.block
+		s.f(lo, min(lo+s.block, s.cols))
+	} else {
+		s.f(s.rows*b/s.parts, s.rows*(b+1)/s.parts)
+	}
+	s.wg.Done()
 }
