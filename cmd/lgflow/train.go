@@ -46,7 +46,7 @@ func parseTrain(args []string) (*trainFlags, error) {
 		format:   addInputFormat(fs),
 		validity: fs.String("validity", "auto", "the rule V.U.N. counts a sampled graph valid by, stored in the card for lgflow sample, tune and eval: planar (connected and planar), tree, dag, connected, molecule, none, or auto (the strictest of tree, planar, connected and dag that every training graph keeps; molecule for SMILES)"),
 		preset:   fs.String("preset", "cpu", "model sizes: cpu (a 6 × 128 LG-VAE and a 4 × 128 DiT for two cores), paper (the paper's widths, for a GPU) or tiny (tests: 6 steps each); k, the latent size and the batches follow from the graphs (docs/bundle.md)"),
-		budget:   fs.Duration("budget", 0, "wall time for the whole run, e.g. 20m: the LG-VAE gets 40%, the final measurement 5%, the flow the rest; steps are fitted to it at the first run and kept by the runs that continue it (a finished run is final: train longer in a new directory; 0: the presets' steps)"),
+		budget:   fs.Duration("budget", 0, "wall time for the whole run, e.g. 20m: the LG-VAE gets 40%, the flow the rest but the final measurement's time (timed on a few samples); the first run fits the steps to it and re-plans them from the measured rate as it trains, and runs that continue it keep that plan (a finished run is final: train longer in a new directory; 0: the presets' steps)"),
 		seed:     fs.Uint64("seed", 0, "seed of the validation split, the models and the measurement"),
 		device:   cli.AddDevice(fs),
 		conds:    addCondFlags(fs, true),

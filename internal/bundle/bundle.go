@@ -37,8 +37,19 @@ type BundleOptions struct {
 	Size string
 	// Budget bounds the whole run, both trainings and the final
 	// measurement (0: the presets' steps, however long they take). The
-	// LG-VAE gets VAEShare of it, the measurement MeasureShare (at least
-	// 30 s), the flow the rest.
+	// LG-VAE gets VAEShare of it, the flow the rest but the final
+	// measurement's time. The first run fits each model's steps to its
+	// share from a quick rate measurement, then trains it in slices and
+	// re-plans the steps from the rate of its training so far (with its
+	// validations and checkpoints; the last slice's when slower) at a
+	// tenth, three tenths, six tenths and 85% of the share, within the
+	// preset's steps; it times the measurement
+	// on a few samples at the flow's first re-plan (until then expecting
+	// MeasureShare of the budget), so the run ends at about Budget, later
+	// only by as much as the measurement takes longer than timed. A run
+	// that continues one keeps its plan (plan.json), and stops after its
+	// own Budget, keeping MeasureShare (at least 30 s) for the
+	// measurement.
 	Budget time.Duration
 	// VAESteps and FlowSteps, when positive, set the steps instead of the
 	// budget (tests, experiments).
@@ -78,17 +89,20 @@ type BundleOptions struct {
 	CondDrop float64
 }
 
-// VAEShare and MeasureShare are the parts of BundleOptions.Budget the
-// LG-VAE's training and the final measurement get; the flow gets the rest
-// and whatever the LG-VAE leaves unused.
+// VAEShare is the part of BundleOptions.Budget the LG-VAE's training
+// gets; the flow gets the rest, but the final measurement's time, and
+// whatever the LG-VAE leaves unused. MeasureShare is the part the final
+// measurement is expected to take until the first run has timed it (and
+// in a run that continues a plan, at least 30 s).
 const (
 	VAEShare     = 0.4
 	MeasureShare = 0.05
 )
 
 // WorkDir is the directory in a bundle's directory where TrainBundle keeps
-// its resumable state: plan.json (the models and steps, fixed at the first
-// run), vae/ and flow/ (their trainings' checkpoints).
+// its resumable state: plan.json (the models and steps, fixed by the first
+// run, which re-plans the steps as it trains), vae/ and flow/ (their
+// trainings' checkpoints).
 const WorkDir = "train"
 
 // workState is plan.json: what the first run fixed, and how far the runs
@@ -153,11 +167,12 @@ func CheckRule(rule string, directed, molecules bool) error {
 //
 // Training is resumable: the state lives in o.Out/train, and a second call
 // with the same graphs continues where the first stopped, with the plan
-// the first fixed (steps fitted to its budget; each call stops after its
-// own budget). When the LG-VAE's share of the budget ends before its
-// steps, the flow trains with the LG-VAE as far as it got (a flow is bound
-// to its encoder, so the LG-VAE is final from then on); when the flow's
-// ends, the bundle gets the flow as far as it got. A directory that is
+// the first fixed (steps fitted to its budget and re-planned from its
+// measured rate as it trained, BundleOptions.Budget; each call stops
+// after its own budget). When the LG-VAE's share of the budget ends
+// before its steps, the flow trains with the LG-VAE as far as it got (a
+// flow is bound to its encoder, so the LG-VAE is final from then on);
+// when the flow's ends, the bundle gets the flow as far as it got. A directory that is
 // neither empty nor a bundle being trained on the same graphs is refused
 // before anything is written.
 func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions) (*flow.Recipe, error) {
@@ -165,6 +180,13 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 	if err != nil {
 		return nil, err
 	}
+	return r.run(ctx)
+}
+
+// run trains and writes the bundle of r (TrainBundle).
+func (r *bundleRun) run(ctx context.Context) (*flow.Recipe, error) {
+	o, train, val := r.o, r.train, r.val
+	var err error
 	if err := r.openWork(); err != nil {
 		return nil, err
 	}
@@ -195,17 +217,19 @@ func TrainBundle(ctx context.Context, train, val []*graph.Graph, o BundleOptions
 	if err != nil {
 		return nil, err
 	}
+	measuring := time.Now()
 	rec, n, err := r.recipe(ctx, fm)
 	if err != nil {
 		return nil, err
 	}
+	measured := time.Since(measuring)
 	if err := r.card(rec, n); err != nil {
 		return nil, err
 	}
 	if err := r.write(rec, vaePath, flowPath); err != nil {
 		return nil, err
 	}
-	o.Hooks.Say(fmt.Sprintf("wrote the bundle %s in %s", o.Out, time.Since(r.start).Round(time.Second)))
+	o.Hooks.Say(fmt.Sprintf("wrote the bundle %s in %s (the final measurement: %s)", o.Out, time.Since(r.start).Round(time.Second), measured.Round(100*time.Millisecond)))
 	return rec, nil
 }
 
@@ -226,6 +250,9 @@ type bundleRun struct {
 	work, statePath  string
 	st               *workState
 	trainSet, valSet *vae.Dataset
+	// measureEst is the time the final measurement is expected to take,
+	// in a first run that re-plans the flow (measureEstimate).
+	measureEst time.Duration
 }
 
 // newBundleRun checks the graphs and options and picks the plan: the
@@ -342,8 +369,10 @@ func (r *bundleRun) openWork() error {
 // save writes the work directory's state.
 func (r *bundleRun) save() error { return atomicfile.WriteJSON(r.statePath, r.st) }
 
-// measureTime is the part of the budget the final measurement gets (0
-// without a budget).
+// measureTime is the part of the budget a run that continues a plan
+// keeps for the final measurement (0 without a budget); a first run
+// starts from MeasureShare and then times the measurement on a few
+// samples (measureEstimate).
 func (r *bundleRun) measureTime() time.Duration {
 	if r.o.Budget <= 0 {
 		return 0
@@ -352,12 +381,16 @@ func (r *bundleRun) measureTime() time.Duration {
 }
 
 // trainVAE trains the LG-VAE, unless an earlier run finished it, within
-// its share of the budget (its steps fitted to it at the first run), and
-// returns the path of the model to use.
+// its share of the budget, and returns the path of the model to use. The
+// first run of a budget fits the steps to the share from a quick rate
+// measurement and re-plans them from the rate of its training as it goes
+// (at a tenth, three tenths, six tenths and 85% of the share:
+// trainSliced); a run that continues keeps the plan.
 func (r *bundleRun) trainVAE(ctx context.Context) (string, error) {
 	o, plan := r.o, r.plan
 	vaeDir := filepath.Join(r.work, "vae")
 	path := filepath.Join(vaeDir, vae.ModelFile)
+	statePath := filepath.Join(vaeDir, vae.StateFile)
 	if r.st.VAEDone {
 		return path, nil
 	}
@@ -365,7 +398,8 @@ func (r *bundleRun) trainVAE(ctx context.Context) (string, error) {
 	if o.Budget > 0 {
 		vaeBudget = time.Duration(VAEShare * float64(o.Budget))
 	}
-	if _, err := os.Stat(filepath.Join(vaeDir, vae.StateFile)); err != nil {
+	sliced, limit := false, plan.VAE.Train.Steps
+	if _, err := os.Stat(statePath); err != nil {
 		switch {
 		case o.VAESteps > 0:
 			plan.SetVAESteps(o.VAESteps)
@@ -374,8 +408,9 @@ func (r *bundleRun) trainVAE(ctx context.Context) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			plan.SetVAESteps(min(stepsFor(rate, vaeBudget), plan.VAE.Train.Steps))
+			plan.SetVAESteps(min(stepsFor(rate, vaeBudget), limit))
 			o.Hooks.Say(fmt.Sprintf("LG-VAE: %.1f steps/s, %d steps fit in %s", rate, plan.VAE.Train.Steps, vaeBudget.Round(time.Second)))
+			sliced = true
 		}
 		if err := r.save(); err != nil {
 			return "", err
@@ -383,16 +418,32 @@ func (r *bundleRun) trainVAE(ctx context.Context) (string, error) {
 	}
 	cfgJSON, _ := json.Marshal(plan.VAE.Model)
 	o.Hooks.Say(fmt.Sprintf("training the LG-VAE (%s preset for these graphs, %d steps of batch %d; state in %s): %s", r.size, plan.VAE.Train.Steps, plan.VAE.Train.BatchSize, vaeDir, cfgJSON))
-	m, err := vae.Train(ctx, plan.VAE.Model, plan.VAE.Train, r.trainSet, r.valSet, vae.TrainOptions{Dir: vaeDir, Resume: true, MaxDuration: vaeBudget,
-		LogEvery: 10, Backend: o.Backend, Progress: o.Hooks.VAE})
+	var m *vae.Model
+	train := func(ctx context.Context, d time.Duration) error {
+		var err error
+		m, err = vae.Train(ctx, plan.VAE.Model, plan.VAE.Train, r.trainSet, r.valSet, vae.TrainOptions{Dir: vaeDir, Resume: true, MaxDuration: d,
+			LogEvery: 10, Backend: o.Backend, Progress: o.Hooks.VAE})
+		return err
+	}
+	var err error
+	if sliced {
+		start := time.Now()
+		end := start.Add(vaeBudget)
+		err = r.trainSliced(ctx, stage{name: "LG-VAE", start: start, end: func() time.Time { return end }, limit: limit, grace: true,
+			steps: func() int { return plan.VAE.Train.Steps }, replan: func(n, _ int) { plan.ReplanVAESteps(n) }, train: train,
+			done: func() int { return checkpointStep(statePath, "lgflow.vae") }})
+	} else {
+		err = train(ctx, vaeBudget)
+	}
 	if err != nil {
 		return "", err
 	}
-	last := checkpointStep(filepath.Join(vaeDir, vae.StateFile), "lgflow.vae")
+	last := checkpointStep(statePath, "lgflow.vae")
 	if last < plan.VAE.Train.Steps {
-		// The step rate measured before training leaves out validation
-		// and checkpoints: the budget decides, and the flow trains in the
-		// latent space of the LG-VAE as far as it got.
+		// The share ended first (a continued run's steps were fitted to
+		// its first run's rate, a first run's last slice ran slower than
+		// the others): the flow trains in the latent space of the LG-VAE
+		// as far as it got.
 		o.Hooks.Say(fmt.Sprintf("the budget ran out at LG-VAE step %d of %d: the flow trains with the LG-VAE so far", last, plan.VAE.Train.Steps))
 	}
 	if _, err := os.Stat(path); err != nil { // no validation yet
@@ -405,9 +456,12 @@ func (r *bundleRun) trainVAE(ctx context.Context) (string, error) {
 }
 
 // trainFlow trains the flow in ae's latent space, unless an earlier run
-// finished it, within the budget left but the measurement's (its steps
-// fitted to it when first planned), and returns the path of the flow to
-// use: as far as it got when the budget runs out.
+// finished it, within the budget left but the measurement's, and returns
+// the path of the flow to use: as far as it got when the budget runs out.
+// The first run of a budget fits the steps to the time left from a quick
+// rate measurement and re-plans them as trainVAE, after timing the final
+// measurement on a few samples at the first re-plan; a run that continues
+// keeps the plan.
 func (r *bundleRun) trainFlow(ctx context.Context, ae *vae.Model) (string, error) {
 	o, plan := r.o, r.plan
 	lat, err := flow.EncodeLatents(ctx, ae, r.trainSet, 128, o.Hooks.Stage("encoding latents"))
@@ -416,12 +470,15 @@ func (r *bundleRun) trainFlow(ctx context.Context, ae *vae.Model) (string, error
 	}
 	lat.Cond = o.Cond
 	flowDir := filepath.Join(r.work, "flow")
+	statePath := filepath.Join(flowDir, flow.StateFile)
+	runEnd := r.start.Add(o.Budget)
 	flowBudget := time.Duration(0)
 	if o.Budget > 0 {
-		if flowBudget = o.Budget - time.Since(r.start) - r.measureTime(); flowBudget <= 0 {
+		if flowBudget = time.Until(runEnd) - r.measureTime(); flowBudget <= 0 {
 			flowBudget = time.Second
 		}
 	}
+	sliced, limit := false, plan.Flow.Steps
 	if !r.st.FlowPlanned {
 		switch {
 		case o.FlowSteps > 0:
@@ -431,8 +488,13 @@ func (r *bundleRun) trainFlow(ctx context.Context, ae *vae.Model) (string, error
 			if err != nil {
 				return "", err
 			}
-			plan.SetFlowSteps(min(stepsFor(rate, flowBudget), plan.Flow.Steps))
+			// Until the measurement is timed (the first re-plan), it is
+			// expected to take its share.
+			r.measureEst = time.Duration(MeasureShare * float64(o.Budget))
+			flowBudget = max(time.Until(runEnd)-r.measureEst, time.Second)
+			plan.SetFlowSteps(min(stepsFor(rate, flowBudget), limit))
 			o.Hooks.Say(fmt.Sprintf("LG-Flow: %.1f steps/s, %d steps fit in %s", rate, plan.Flow.Steps, flowBudget.Round(time.Second)))
+			sliced = true
 		}
 		r.st.FlowPlanned = true
 		if err := r.save(); err != nil {
@@ -449,12 +511,30 @@ func (r *bundleRun) trainFlow(ctx context.Context, ae *vae.Model) (string, error
 	if valid := r.valid; valid != nil {
 		score = func(gs []*graph.Graph) float64 { return 1 - float64(countInvalid(gs, valid))/float64(max(len(gs), 1)) }
 	}
-	_, err = flow.Train(ctx, plan.Flow, ae, r.trainSet, lat, flow.TrainOptions{Dir: flowDir, Resume: true, MaxDuration: flowBudget, LogEvery: 10,
-		Backend: o.Backend, Score: score, Progress: o.Hooks.Flow})
+	var fm *flow.Model
+	train := func(ctx context.Context, d time.Duration) error {
+		var err error
+		fm, err = flow.Train(ctx, plan.Flow, ae, r.trainSet, lat, flow.TrainOptions{Dir: flowDir, Resume: true, MaxDuration: d, LogEvery: 10,
+			Backend: o.Backend, Score: score, Progress: o.Hooks.Flow})
+		return err
+	}
+	if sliced {
+		err = r.trainSliced(ctx, stage{name: "LG-Flow", start: time.Now(), end: func() time.Time { return runEnd.Add(-r.measureEst) }, limit: limit,
+			steps: func() int { return plan.Flow.Steps }, replan: plan.ReplanFlowSteps, train: train,
+			done: func() int { return checkpointStep(statePath, "lgflow.flow.state") },
+			afterSlice: func(ctx context.Context, i int) error {
+				if i > 0 || fm == nil {
+					return nil
+				}
+				return r.probeMeasure(ctx, fm)
+			}})
+	} else {
+		err = train(ctx, flowBudget)
+	}
 	if err != nil {
 		return "", err
 	}
-	if last := checkpointStep(filepath.Join(flowDir, flow.StateFile), "lgflow.flow.state"); last < plan.Flow.Steps {
+	if last := checkpointStep(statePath, "lgflow.flow.state"); last < plan.Flow.Steps {
 		o.Hooks.Say(fmt.Sprintf("the budget ran out at LG-Flow step %d of %d: the bundle gets the flow so far; run again to continue", last, plan.Flow.Steps))
 		return path, nil
 	}
@@ -462,25 +542,40 @@ func (r *bundleRun) trainFlow(ctx context.Context, ae *vae.Model) (string, error
 	return path, r.save()
 }
 
-// recipe measures fm's samples against the validation graphs with the
-// default sampler and with decoding under the validity rule's
-// constraints, and returns the recipe whose default is the better of the
-// two (the other an alternative), with their figures in its card, and
-// the number of graphs sampled.
-func (r *bundleRun) recipe(ctx context.Context, fm *flow.Model) (*flow.Recipe, int, error) {
-	o := r.o
-	n := o.Samples
-	if n <= 0 {
-		n = min(max(len(r.val), 32), 256)
+// probeMeasure times the final measurement on a few samples of fm (the
+// flow so far) and sets r.measureEst from it (measureEstimate).
+func (r *bundleRun) probeMeasure(ctx context.Context, fm *flow.Model) error {
+	n, k := r.samples(), probeSamples(r.samples())
+	start := time.Now()
+	if _, _, _, err := r.measureSamples(ctx, fm, k, nil); err != nil {
+		return err
 	}
-	if err := fm.ToBackend(o.Backend); err != nil {
-		return nil, 0, err
+	took := time.Since(start)
+	r.measureEst = measureEstimate(took, k, n)
+	r.o.Hooks.Say(fmt.Sprintf("the final measurement of %d samples should take about %s (%d took %s)", n, r.measureEst.Round(100*time.Millisecond), k, took.Round(10*time.Millisecond)))
+	return nil
+}
+
+// samples is the number of graphs sampled to measure the bundle.
+func (r *bundleRun) samples() int {
+	if r.o.Samples > 0 {
+		return r.o.Samples
 	}
-	rec := &flow.Recipe{Format: flow.RecipeFormat, Alternatives: map[string]flow.Sampler{}}
-	plain := flow.Sampler{}
-	zs, err := fm.SampleLatents(ctx, n, flow.WithSeed(r.st.Seed), flow.WithProgress(o.Hooks.Stage("sampling")))
+	return min(max(len(r.val), 32), 256)
+}
+
+// measureSamples samples n latents of fm and measures them, decoded
+// plainly and under the validity rule's constraints cons (none: cfigs is
+// the zero Figures), against the validation graphs.
+func (r *bundleRun) measureSamples(ctx context.Context, fm *flow.Model, n int, progress func(done, total int)) (figs, cfigs Figures, cons []string, err error) {
+	if r.o.Backend != nil {
+		if err := fm.ToBackend(r.o.Backend); err != nil {
+			return figs, cfigs, nil, err
+		}
+	}
+	zs, err := fm.SampleLatents(ctx, n, flow.WithSeed(r.st.Seed), flow.WithProgress(progress))
 	if err != nil {
-		return nil, 0, err
+		return figs, cfigs, nil, err
 	}
 	measure := func(s flow.Sampler) (Figures, error) {
 		gs, err := DecodeLatents(ctx, fm.VAE, zs, s)
@@ -489,24 +584,39 @@ func (r *bundleRun) recipe(ctx context.Context, fm *flow.Model) (*flow.Recipe, i
 		}
 		return Measure(ctx, gs, r.val, r.train, r.valid)
 	}
-	figs, err := measure(plain)
+	if figs, err = measure(flow.Sampler{}); err != nil {
+		return figs, cfigs, nil, err
+	}
+	if cons = RuleConstraints(r.rule); cons != nil {
+		if cfigs, err = measure(flow.Sampler{Constraints: cons}); err != nil {
+			return figs, cfigs, nil, err
+		}
+	}
+	return figs, cfigs, cons, nil
+}
+
+// recipe measures fm's samples against the validation graphs with the
+// default sampler and with decoding under the validity rule's
+// constraints, and returns the recipe whose default is the better of the
+// two (the other an alternative), with their figures in its card, and
+// the number of graphs sampled.
+func (r *bundleRun) recipe(ctx context.Context, fm *flow.Model) (*flow.Recipe, int, error) {
+	o, n := r.o, r.samples()
+	figs, cfigs, cons, err := r.measureSamples(ctx, fm, n, o.Hooks.Stage("sampling"))
 	if err != nil {
 		return nil, 0, err
 	}
+	rec := &flow.Recipe{Format: flow.RecipeFormat, Alternatives: map[string]flow.Sampler{}}
+	plain := flow.Sampler{}
 	o.Hooks.Say("the flow's samples against the validation graphs: " + figs.String())
 	rec.Sampler = plain
 	card := map[string]float64{}
-	cons := RuleConstraints(r.rule)
 	if cons == nil {
 		figs.Card("", card)
 		rec.Card.Figures = card
 		return rec, n, nil
 	}
 	con := flow.Sampler{Constraints: cons}
-	cfigs, err := measure(con)
-	if err != nil {
-		return nil, 0, err
-	}
 	o.Hooks.Say("decoded under the constraints " + strings.Join(cons, ", ") + ": " + cfigs.String())
 	if Better(cfigs, figs) {
 		rec.Sampler, rec.Alternatives["constrained"], rec.Alternatives["paper"] = con, con, plain

@@ -115,7 +115,7 @@ type Plan struct {
 
 // PlanFor picks the models for data described by d, at a size of Sizes.
 // The rule starts from the cpu presets of the paper's datasets
-// (vae.PresetFor("planar", "cpu"), flow.PresetFor: a 6 × 64 LG-VAE and a
+// (vae.PresetFor("planar", "cpu"), flow.PresetFor: a 6 × 128 LG-VAE and a
 // 4 × 128 DiT) and sets from the data, with n the largest node count:
 //
 //   - k, the eigenpairs: n/4 rounded up to a power of two, within [16, 64]
@@ -221,6 +221,31 @@ func (p *Plan) SetFlowSteps(steps int) {
 	c.EMABeta = min(max(1-10/float64(c.Steps), 0.9), 0.999)
 	c.EMAAfter = c.Steps / 10
 	c.Cooldown = c.Steps / 5
+}
+
+// ReplanVAESteps sets the LG-VAE's steps in the middle of its training
+// (re-planned from the measured rate): as SetVAESteps, but the warmup
+// stays as first planned, since the steps taken followed it.
+func (p *Plan) ReplanVAESteps(steps int) {
+	warmup := p.VAE.Train.Warmup
+	p.SetVAESteps(steps)
+	p.VAE.Train.Warmup = warmup
+}
+
+// ReplanFlowSteps sets the flow's steps in the middle of its training,
+// done steps in (re-planned from the measured rate): as SetFlowSteps, but
+// the EMA's decay and start stay as first planned, since the EMA so far
+// followed them (flow.Train resumes only a checkpoint of the same EMA),
+// and a cooldown that has begun keeps its start (it then ends at the new
+// steps).
+func (p *Plan) ReplanFlowSteps(steps, done int) {
+	c := &p.Flow
+	beta, after, cooldownAt := c.EMABeta, c.EMAAfter, c.Steps-c.Cooldown
+	p.SetFlowSteps(steps)
+	c.EMABeta, c.EMAAfter = beta, after
+	if done > cooldownAt && cooldownAt < c.Steps {
+		c.Cooldown = c.Steps - cooldownAt
+	}
 }
 
 // stepsFor returns the steps that fit in d at rate steps per second, with
