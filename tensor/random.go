@@ -162,14 +162,14 @@ func fillNormal[T float](t *Tensor, r *RNG, mean, std float64) {
 	off := t.offset
 	d := data[T](t)[off : off+t.Size()]
 	if len(d) > 0 && r.hasSpare {
-		d[0] = T(mean + std*r.Normal())
+		d[0] = T(mean + float64(std*r.Normal()))
 		d = d[1:]
 		off++
 	}
 	pairs := len(d) / 2
 	if pairs < normalGrain {
 		for i := range d {
-			d[i] = T(mean + std*r.Normal())
+			d[i] = T(mean + float64(std*r.Normal()))
 		}
 		return
 	}
@@ -197,7 +197,7 @@ func fillNormal[T float](t *Tensor, r *RNG, mean, std float64) {
 	putJob(j)
 	putScratch(sp)
 	if len(d)%2 == 1 {
-		d[len(d)-1] = T(mean + std*r.Normal())
+		d[len(d)-1] = T(mean + float64(std*r.Normal()))
 	}
 }
 
@@ -210,8 +210,8 @@ func normalRange[T float](j *job, lo, hi int) {
 		u, v := uv[2*p], uv[2*p+1]
 		s := float64(u*u) + float64(v*v)
 		f := math.Sqrt(-2 * portableLog(s) / s)
-		d[2*p] = T(mean + std*float64(u*f))
-		d[2*p+1] = T(mean + std*float64(v*f))
+		d[2*p] = T(mean + float64(std*float64(u*f)))
+		d[2*p+1] = T(mean + float64(std*float64(v*f)))
 	}
 }
 
