@@ -14,6 +14,7 @@ import (
 	"lgflow/flow"
 	"lgflow/graph"
 	"lgflow/internal/bundle"
+	"lgflow/internal/testgraphs"
 	"lgflow/vae"
 )
 
@@ -25,7 +26,7 @@ import (
 // conditions.
 func TestTrainConditional(t *testing.T) {
 	dir := t.TempDir()
-	gs := ladders(24, 1)
+	gs := testgraphs.Ladders(24, 1)
 	g6 := filepath.Join(dir, "ladders.g6")
 	require.NoError(t, graph.WriteFile(g6, gs))
 	var labels strings.Builder
@@ -91,7 +92,7 @@ func TestTrainConditional(t *testing.T) {
 // TestHoldOutConditions checks that the conditions follow their graphs
 // through the validation hold-out: each training graph keeps its label.
 func TestHoldOutConditions(t *testing.T) {
-	gs := ladders(40, 2)
+	gs := testgraphs.Ladders(40, 2)
 	size := func(g *graph.Graph) string { return strconv.Itoa(g.N()) }
 	table := &bundle.ConditionTable{}
 	for _, g := range gs {
@@ -247,9 +248,9 @@ func TestEvalConditional(t *testing.T) {
 func TestCondBadInput(t *testing.T) {
 	dir := t.TempDir()
 	g6 := filepath.Join(dir, "ladders.g6")
-	require.NoError(t, graph.WriteFile(g6, ladders(6, 3)))
+	require.NoError(t, graph.WriteFile(g6, testgraphs.Ladders(6, 3)))
 	jsonl := filepath.Join(dir, "ladders.jsonl")
-	require.NoError(t, graph.WriteNodeLinkFile(jsonl, ladders(6, 3)))
+	require.NoError(t, graph.WriteNodeLinkFile(jsonl, testgraphs.Ladders(6, 3)))
 	write := func(name, content string) string {
 		path := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))

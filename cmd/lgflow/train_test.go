@@ -12,33 +12,9 @@ import (
 
 	"lgflow/flow"
 	"lgflow/graph"
-	"lgflow/tensor"
+	"lgflow/internal/testgraphs"
 	"lgflow/vae"
 )
-
-// ladders returns n ladder graphs (two paths of 3 to 6 nodes joined rung
-// by rung: planar and connected) with their nodes shuffled, seeded.
-func ladders(n int, seed uint64) []*graph.Graph {
-	r := tensor.NewRNG(seed)
-	gs := make([]*graph.Graph, n)
-	for i := range gs {
-		k := 3 + i%4
-		g := graph.New(2 * k)
-		for j := range k {
-			g.MustAddEdge(j, k+j)
-			if j+1 < k {
-				g.MustAddEdge(j, j+1)
-				g.MustAddEdge(k+j, k+j+1)
-			}
-		}
-		p, err := g.Permute(r.Perm(2 * k))
-		if err != nil {
-			panic(err)
-		}
-		gs[i] = p
-	}
-	return gs
-}
 
 // tinyTrain are the flags of a training run of seconds: the tiny preset
 // (a few steps).
@@ -51,7 +27,7 @@ var tinyTrain = []string{"-preset", "tiny"}
 func TestTrainGraphs(t *testing.T) {
 	dir := t.TempDir()
 	g6 := filepath.Join(dir, "ladders.g6")
-	require.NoError(t, graph.WriteFile(g6, ladders(24, 1)))
+	require.NoError(t, graph.WriteFile(g6, testgraphs.Ladders(24, 1)))
 	out := filepath.Join(dir, "ladders")
 	code, stdOut, errOut := run(t, append([]string{"train", "-graphs", g6, "-out", out}, tinyTrain...)...)
 	require.Equal(t, 0, code, errOut)
@@ -104,7 +80,7 @@ func TestTrainGraphs(t *testing.T) {
 // and sample writes node-link JSON with labels, digraph6 and SMILES.
 func TestTrainLabelledGraphs(t *testing.T) {
 	dir := t.TempDir()
-	labelled := ladders(12, 2)
+	labelled := testgraphs.Ladders(12, 2)
 	for i, g := range labelled {
 		g.NodeLabels = make([]int, g.N())
 		for u := range g.NodeLabels {
@@ -181,16 +157,16 @@ func TestTrainBadInput(t *testing.T) {
 		return path
 	}
 	ok := filepath.Join(dir, "ok.g6")
-	require.NoError(t, graph.WriteFile(ok, ladders(6, 3)))
+	require.NoError(t, graph.WriteFile(ok, testgraphs.Ladders(6, 3)))
 	path600 := graph.New(600)
 	for u := 1; u < 600; u++ {
 		path600.MustAddEdge(u-1, u)
 	}
 	big := filepath.Join(dir, "big.g6")
-	require.NoError(t, graph.WriteFile(big, append(ladders(2, 4), path600)))
+	require.NoError(t, graph.WriteFile(big, append(testgraphs.Ladders(2, 4), path600)))
 	dg := graph.NewDirected(3)
 	dg.MustAddEdge(0, 1)
-	mixed := write("mixed.g6", graph.FormatGraph6(ladders(1, 5)[0])+"\n"+graph.FormatDigraph6(dg)+"\n")
+	mixed := write("mixed.g6", graph.FormatGraph6(testgraphs.Ladders(1, 5)[0])+"\n"+graph.FormatDigraph6(dg)+"\n")
 	directedVal := write("val.d6", graph.FormatDigraph6(dg)+"\n")
 	used := filepath.Join(dir, "used")
 	require.NoError(t, os.MkdirAll(used, 0o755))

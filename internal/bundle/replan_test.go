@@ -13,9 +13,8 @@ import (
 	"time"
 
 	"lgflow/flow"
-	"lgflow/graph"
 	"lgflow/internal/progress"
-	"lgflow/tensor"
+	"lgflow/internal/testgraphs"
 )
 
 // TestReplanSteps pins the re-planning arithmetic: the rate (the
@@ -130,39 +129,15 @@ func TestReplanKeeps(t *testing.T) {
 	}
 }
 
-// ladderGraphs returns n ladder graphs (two paths of 3 to 6 nodes joined
-// rung by rung) with their nodes shuffled, seeded.
-func ladderGraphs(n int, seed uint64) []*graph.Graph {
-	r := tensor.NewRNG(seed)
-	gs := make([]*graph.Graph, n)
-	for i := range gs {
-		k := 3 + i%4
-		g := graph.New(2 * k)
-		for j := range k {
-			g.MustAddEdge(j, k+j)
-			if j+1 < k {
-				g.MustAddEdge(j, j+1)
-				g.MustAddEdge(k+j, k+j+1)
-			}
-		}
-		p, err := g.Permute(r.Perm(2 * k))
-		if err != nil {
-			panic(err)
-		}
-		gs[i] = p
-	}
-	return gs
-}
-
 // TestTrainReplans trains tiny models with a budget of a few seconds and
 // the preset's steps raised: both stages re-plan their steps as they
 // train and resume from their checkpoints with the new plan (the flow's
 // EMA as first planned), the final measurement is timed, the run ends
 // near its budget, and a second run continues the stored plan.
 func TestTrainReplans(t *testing.T) {
-	train, val := ladderGraphs(24, 1), ladderGraphs(8, 2)
+	train, val := testgraphs.Ladders(24, 1), testgraphs.Ladders(8, 2)
 	var mu []string
-	budget := 6 * time.Second
+	budget := 10 * time.Second
 	o := BundleOptions{Out: filepath.Join(t.TempDir(), "m"), Size: "tiny", Budget: budget, Seed: 1,
 		Hooks: progress.Hooks{Log: func(msg string) { mu = append(mu, msg) }}}
 	r, err := newBundleRun(train, val, o)
