@@ -28,13 +28,18 @@ type Options struct {
 	// Lib is the libmpi file to load (a soname or a path). Empty: the file
 	// named by the environment variable LGFLOW_MPI_LIB, else DefaultLibs.
 	Lib string
-	// Timeout is the watchdog: the longest that MPI_Init_thread, every
-	// collective and Close may take before they return a *TimeoutError
-	// and the Comm becomes unusable. Zero or negative: no watchdog (a
+	// Timeout is the watchdog: the longest that every collective and
+	// Close may take before they return a *TimeoutError and the Comm
+	// becomes unusable; MPI_Init_thread gets at least MinInitTimeout. Zero or negative: no watchdog (a
 	// collective whose peer hangs then waits for ever; a peer that dies
 	// under mpirun gets the whole job ended by mpirun).
 	Timeout time.Duration
 }
+
+// MinInitTimeout is the least time the watchdog gives MPI_Init_thread:
+// the ranks of a job start one by one, and on a busy machine the last can
+// reach MPI_Init seconds after the first.
+const MinInitTimeout = 30 * time.Second
 
 // Comm is a communicator over every process of an MPI job (a duplicate of
 // MPI_COMM_WORLD whose errors are returned, not fatal). It implements
@@ -290,6 +295,9 @@ func (c *Comm) collective(op, kind string, n int, f func() error) error {
 func (c *Comm) exec(op, kind string, n int, f func() error) error {
 	c.reqs <- f
 	d := time.Duration(c.timeout.Load())
+	if op == "MPI_Init_thread" && d > 0 {
+		d = max(d, MinInitTimeout)
+	}
 	var err error
 	if d <= 0 {
 		err = <-c.done
