@@ -33,30 +33,26 @@ func (b *Blocks) Reset(n int) {
 
 // Front claims the lowest unclaimed block and reports whether there was
 // one.
-func (b *Blocks) Front() (int, bool) {
-	for {
-		s := b.state.Load()
-		front, end := s>>16&0xffff, s&0xffff
-		if front >= end {
-			return 0, false
-		}
-		if b.state.CompareAndSwap(s, s+1<<16) {
-			return int(front), true
-		}
-	}
-}
+func (b *Blocks) Front() (int, bool) { return b.claim(true) }
 
 // Back claims the highest unclaimed block and reports whether there was
 // one.
-func (b *Blocks) Back() (int, bool) {
+func (b *Blocks) Back() (int, bool) { return b.claim(false) }
+
+// claim claims the block at the front or the back of the unclaimed ones.
+func (b *Blocks) claim(front bool) (int, bool) {
 	for {
 		s := b.state.Load()
-		front, end := s>>16&0xffff, s&0xffff
-		if front >= end {
+		lo, end := s>>16&0xffff, s&0xffff
+		if lo >= end {
 			return 0, false
 		}
-		if b.state.CompareAndSwap(s, s-1) {
-			return int(end - 1), true
+		next, block := s+1<<16, lo // the front moves up
+		if !front {
+			next, block = s-1, end-1 // the end moves down
+		}
+		if b.state.CompareAndSwap(s, next) {
+			return int(block), true
 		}
 	}
 }
