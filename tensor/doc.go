@@ -65,7 +65,9 @@
 // Chunk boundaries depend only on tensor sizes, so reductions give the same
 // bits whatever the number of cores. Float32 matrix products run on the
 // assembly micro-kernels of internal/gemm (see GEMMKernel; LGFLOW_GEMM=go
-// forces the portable kernel). Float32 exp, tanh, sigmoid, SiLU and GELU
+// forces the portable kernel); SetBF16MatMul (or LGFLOW_GEMM_BF16=1) makes
+// the large ones round their operands to bf16 and accumulate in float32
+// where the CPU has AVX512_BF16 (off by default). Float32 exp, tanh, sigmoid, SiLU and GELU
 // use AVX2+FMA assembly where the CPU has it (LGFLOW_MATHF=go forces the
 // portable Go kernels) and portable approximations elsewhere, both accurate
 // to about 1e-7; the two paths may differ in the last bit, so results are

@@ -74,7 +74,7 @@ func TestBadInput(t *testing.T) {
 		{"sample: two experts in one band", []string{"sample", "-vae", v, "-flow", f, "-sampler", `experts=[{"file":"` + f + `","from":0.9},{"file":"` + f + `","from":0.9}]`}, 1, "inside the band of experts[0]"},
 		{"sample: removed flag", []string{"sample", "-vae", v, "-flow", f, "-steps", "5"}, 2, "-steps"},
 		{"sample: negative time shift", []string{"sample", "-vae", v, "-flow", f, "-sampler", "time_shift=-2"}, 1, "time_shift: -2 is outside"},
-		{"recon: no -dataset", []string{"recon", "-vae", v}, 2, "need -vae and -dataset"},
+		{"recon: no -dataset", []string{"recon", "-vae", v}, 2, "need -vae and one of -dataset and -graphs"},
 		{"recon: negative noise", []string{"recon", "-vae", v, "-dataset", "tree", "-noise", "-1"}, 2, "-noise must be >= 0"},
 		{"recon: unknown constraint", []string{"recon", "-vae", v, "-dataset", "tree", "-sampler", "constraints=chordal"}, 2, `"chordal"`},
 		{"recon: fill without constraints", []string{"recon", "-vae", v, "-dataset", "tree", "-sampler", "fill=-2"}, 2, "fill: an edge fill needs"},

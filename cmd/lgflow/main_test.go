@@ -142,8 +142,26 @@ func TestRecon(t *testing.T) {
 	assert.Greater(t, noisy["latent_std"], 0.0)
 	assert.Equal(t, 0.05, noisy["noise"])
 
-	for _, bad := range [][]string{{"-noise", "-1"}, {"-sampler", "edge_rule=xor"}, {"-sampler", "edge_rules=and"}} {
+	for _, bad := range [][]string{{"-noise", "-1"}, {"-sampler", "edge_rule=xor"}, {"-sampler", "edge_rules=and"}, {"-validity", "planar"}} {
 		code, _, errOut := run(t, append([]string{"recon", "-vae", model, "-dataset", "planar"}, bad...)...)
+		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
+	}
+
+	// The same graphs from a file (-graphs, with the planar rule named)
+	// give the same figures.
+	file := filepath.Join(t.TempDir(), "test.g6")
+	code, _, errOut := run(t, "data", "-dataset", "planar", "-split", "test", "-o", file)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := run(t, "recon", "-vae", model, "-graphs", file, "-validity", "planar", "-json")
+	require.Equal(t, 0, code, errOut)
+	var fromFile map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &fromFile), out)
+	for _, k := range []string{"graphs", "edge_acc", "sample_acc", "decoded_acc", "valid", "edges_in", "edges_decoded"} {
+		assert.Equal(t, clean[k], fromFile[k], k)
+	}
+	assert.InDelta(t, 177.0, clean["edges_in"], 5) // planar graphs of 64 nodes: 3n - 6 at most
+	for _, bad := range [][]string{{"-graphs", file, "-dataset", "planar"}, {"-graphs", file, "-validity", "chordal"}} {
+		code, _, errOut := run(t, append([]string{"recon", "-vae", model}, bad...)...)
 		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
 	}
 
@@ -165,7 +183,7 @@ func TestRecon(t *testing.T) {
 		code, _, errOut := run(t, append([]string{"recon", "-vae", model, "-dataset", "planar"}, bad...)...)
 		assert.Equal(t, 2, code, "%v: %s", bad, errOut)
 	}
-	code, _, errOut := run(t, "recon", "-vae", model, "-dataset", "planar", "-flow", flowFile, "-from", "1")
+	code, _, errOut = run(t, "recon", "-vae", model, "-dataset", "planar", "-flow", flowFile, "-from", "1")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "perturbation times")
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"lgflow/flow"
+	"lgflow/graph"
 	"lgflow/graph/datasets"
 	"lgflow/graph/mol"
 	"lgflow/internal/bundle"
@@ -284,7 +285,7 @@ func runRecon(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	d, err := loadPrepared(ctx, r.data, *r.split, 0, m.Cfg)
+	d, err := r.load(ctx, m.Cfg)
 	if err != nil {
 		return err
 	}
@@ -299,15 +300,18 @@ func runRecon(ctx context.Context, args []string) error {
 		return err
 	}
 	valid := -1.0
-	if score := validityScore(r.data.Dataset, mol.InferAromaticNH(*r.output.inferNH)); score != nil {
+	if score, err := r.validity(); err != nil {
+		return err
+	} else if score != nil {
 		valid = score(gs)
 	}
+	edges := [2]float64{meanEdges(d.Graphs), meanEdges(gs)}
 	if *r.asJSON {
-		if err := json.NewEncoder(stdout).Encode(r.figures(acc, scale, valid)); err != nil {
+		if err := json.NewEncoder(stdout).Encode(r.figures(acc, scale, valid, edges)); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintln(stdout, r.summary(acc, scale, valid))
+		fmt.Fprintln(stdout, r.summary(acc, scale, valid, edges))
 	}
 	if *r.output.path == "" {
 		return nil
@@ -319,11 +323,13 @@ func runRecon(ctx context.Context, args []string) error {
 // from them.
 type reconRun struct {
 	// The flags: the model and data,
-	path   *string
-	data   *cli.Data
-	split  *string
-	asJSON *bool
-	batch  *int
+	path      *string
+	data      *cli.Data
+	split     *string
+	graphs    *string
+	validRule *string
+	asJSON    *bool
+	batch     *int
 	// the latents' perturbation,
 	noise    *float64
 	seed     *uint64
@@ -345,6 +351,8 @@ func parseRecon(args []string) (*reconRun, error) {
 	r.path = fs.String("vae", "", "LG-VAE checkpoint (vae.safetensors)")
 	r.data = cli.AddData(fs, true)
 	r.split = fs.String("split", "test", "split")
+	r.graphs = fs.String("graphs", "", "a file of graphs of one's own in place of -dataset (format by its name, as lgflow train reads them: graph6 / digraph6 / sparse6, edge lists, node-link JSON, SMILES)")
+	r.validRule = fs.String("validity", "", "with -graphs: the validity rule the valid fraction counts ("+strings.Join(bundle.ValidityRules, ", ")+"; default none)")
 	r.asJSON = fs.Bool("json", false, "print JSON")
 	r.batch = fs.Int("batch", 64, "graphs encoded and decoded together")
 	r.noise = fs.Float64("noise", 0, "add Gaussian noise of this many latent standard deviations before decoding (decoder robustness)")
@@ -385,8 +393,10 @@ func (r *reconRun) check() error {
 		return usagef("-sampler: %v", err)
 	}
 	switch {
-	case *r.path == "" || r.data.Dataset == "":
-		return usagef("need -vae and -dataset")
+	case *r.path == "" || (r.data.Dataset == "") == (*r.graphs == ""):
+		return usagef("need -vae and one of -dataset and -graphs")
+	case *r.validRule != "" && *r.graphs == "":
+		return usagef("-validity is for -graphs (a built-in dataset has its own rule)")
 	case *r.noise < 0:
 		return usagef("-noise must be >= 0")
 	case *r.flowPath == "" && len(r.s.Experts) > 0:
@@ -395,6 +405,60 @@ func (r *reconRun) check() error {
 		return usagef("-noise and -flow are two perturbations; give one")
 	}
 	return nil
+}
+
+// load reads the graphs recon measures (-dataset and -split, or -graphs)
+// and computes their LG-VAE features under cfg.
+func (r *reconRun) load(ctx context.Context, cfg vae.Config) (*vae.Dataset, error) {
+	if *r.graphs == "" {
+		return loadPrepared(ctx, r.data, *r.split, 0, cfg)
+	}
+	format, err := inputFormat("", *r.graphs)
+	if err != nil {
+		return nil, err
+	}
+	f, err := readGraphFile(ctx, *r.graphs, format, "")
+	if err != nil {
+		return nil, err
+	}
+	d, err := vae.Prepare(ctx, f.graphs, cfg, progress.Bar(stderr, *r.graphs+": eigenpairs"))
+	return d, f.explain(err)
+}
+
+// validity returns the valid fraction's measure: the built-in dataset's
+// rule, or -validity's for -graphs; nil when there is none.
+func (r *reconRun) validity() (func([]*graph.Graph) float64, error) {
+	if *r.graphs == "" {
+		return validityScore(r.data.Dataset, mol.InferAromaticNH(*r.output.inferNH)), nil
+	}
+	if *r.validRule == "" || *r.validRule == "none" {
+		return nil, nil
+	}
+	valid, err := bundle.ValidityTest(*r.validRule, nil)
+	if err != nil {
+		return nil, usagef("-validity: %v", err)
+	}
+	return func(gs []*graph.Graph) float64 {
+		n := 0
+		for _, g := range gs {
+			if valid(g) {
+				n++
+			}
+		}
+		return float64(n) / float64(max(len(gs), 1))
+	}, nil
+}
+
+// meanEdges is the mean number of edges of gs (0 for none).
+func meanEdges(gs []*graph.Graph) float64 {
+	if len(gs) == 0 {
+		return 0
+	}
+	n := 0
+	for _, g := range gs {
+		n += g.M()
+	}
+	return float64(n) / float64(len(gs))
 }
 
 // latents encodes d's graphs with m and perturbs their latents as the
@@ -417,9 +481,9 @@ func (r *reconRun) latents(ctx context.Context, m *vae.Model, d *vae.Dataset) (l
 
 // figures returns the accuracies acc, the valid fraction (when valid >= 0)
 // and the settings they were measured with, as -json prints them.
-func (r *reconRun) figures(acc vae.Accuracy, scale, valid float64) map[string]any {
+func (r *reconRun) figures(acc vae.Accuracy, scale, valid float64, edges [2]float64) map[string]any {
 	out := map[string]any{"edge_acc": acc.Edge(), "node_acc": acc.Node(), "sample_acc": acc.Sample(),
-		"decoded_acc": acc.Decoded(), "graphs": acc.Graphs}
+		"decoded_acc": acc.Decoded(), "graphs": acc.Graphs, "edges_in": edges[0], "edges_decoded": edges[1]}
 	if *r.noise > 0 {
 		out["noise"], out["latent_std"] = *r.noise, scale
 	}
@@ -436,9 +500,10 @@ func (r *reconRun) figures(acc vae.Accuracy, scale, valid float64) map[string]an
 }
 
 // summary returns the line recon prints without -json: the accuracies
-// acc, the valid fraction (when valid >= 0) and how the latents were
-// perturbed and decoded.
-func (r *reconRun) summary(acc vae.Accuracy, scale, valid float64) string {
+// acc, the valid fraction (when valid >= 0), the mean edge counts of the
+// input and decoded graphs, and how the latents were perturbed and
+// decoded.
+func (r *reconRun) summary(acc vae.Accuracy, scale, valid float64, edges [2]float64) string {
 	how := ""
 	if *r.noise > 0 {
 		how = fmt.Sprintf(" with noise %g x latent std %.4g", *r.noise, scale)
@@ -449,12 +514,16 @@ func (r *reconRun) summary(acc vae.Accuracy, scale, valid float64) string {
 	if r.sampler.Settings.Given() {
 		how += " (sampler " + r.sampler.Settings.String() + ")"
 	}
-	s := fmt.Sprintf("%s %s (%d graphs)%s: edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f (decoded graph exact: %.4f)",
-		r.data.Dataset, *r.split, acc.Graphs, how, acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded())
+	what := r.data.Dataset + " " + *r.split
+	if *r.graphs != "" {
+		what = *r.graphs
+	}
+	s := fmt.Sprintf("%s (%d graphs)%s: edge accuracy %.4f, node accuracy %.4f, sample accuracy %.4f (decoded graph exact: %.4f)",
+		what, acc.Graphs, how, acc.Edge(), acc.Node(), acc.Sample(), acc.Decoded())
 	if valid >= 0 {
 		s += fmt.Sprintf("; valid decoded graphs (edge rule %s): %.4f", cmp.Or(r.s.EdgeRule, "or"), valid)
 	}
-	return s
+	return s + fmt.Sprintf("; edges per graph %.2f, decoded %.2f", edges[0], edges[1])
 }
 
 // flowRoundTrip noises per-graph latents to time from and brings them back

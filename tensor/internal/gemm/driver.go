@@ -750,8 +750,18 @@ func (j *job[T]) mergeTile(c []T, ldc int, tile []T, row, col, mrc, nrc int, bet
 
 // packA packs rows ic..ic+mcur, columns pc..pc+kcur of op(A) into
 // micro-panels of mr rows: element (i, p) of panel r goes to
-// dst[r*mr*kcur + p*mr + i]. Rows past the end are zero.
+// dst[r*mr*kcur + p*mr + i]. Rows past the end are zero. A kernel with
+// pairs (the bf16 one) gets its own panels instead (packAPairs).
 func (j *job[T]) packA(dst []T, ic, mcur, pc, kcur int) {
+	if j.kn.pairs != nil {
+		j.packAPairs(dst, ic, mcur, pc, kcur)
+		return
+	}
+	j.packAValues(dst, ic, mcur, pc, kcur)
+}
+
+// packAValues is packA for a kernel without pairs: float32 panels.
+func (j *job[T]) packAValues(dst []T, ic, mcur, pc, kcur int) {
 	mr := j.kn.mr
 	a, lda := j.a, j.lda
 	if j.transA {
@@ -871,11 +881,21 @@ func interleave4[T scalar](d []T, stride, kc int, s0, s1, s2, s3 []T) {
 
 // packB packs micro-panels q0..q1 of the block of op(B) with rows
 // pc..pc+kcur and columns jc..jc+ncur: element (p, j) of panel q goes to
-// dst[q*nr*kcur + p*nr + j]. Columns past the end are zero.
+// dst[q*nr*kcur + p*nr + j]. Columns past the end are zero. A kernel with
+// pairs (the bf16 one) gets its own panels instead (packBPairs).
 func (j *job[T]) packB(dst []T, jc, ncur, pc, kcur, q0, q1 int) {
 	if j.directB {
 		return // the kernel reads op(B) in place
 	}
+	if j.kn.pairs != nil {
+		j.packBPairs(dst, jc, ncur, pc, kcur, q0, q1)
+		return
+	}
+	j.packBValues(dst, jc, ncur, pc, kcur, q0, q1)
+}
+
+// packBValues is packB for a kernel without pairs: float32 panels.
+func (j *job[T]) packBValues(dst []T, jc, ncur, pc, kcur, q0, q1 int) {
 	nr := j.kn.nr
 	b, ldb := j.b, j.ldb
 	for q := q0; q < q1; q++ {

@@ -38,6 +38,16 @@ type kernel[T scalar] struct {
 	// fn. The blocked path uses it for small products (directBMaxWork)
 	// whose B is not transposed, where packing B costs more than it saves.
 	directB func(kc int, a *T, lda int, b *T, ldb int, c *T, ldc int, alpha, beta T, bias *T)
+	// pairs, if not nil, makes fn's panels out of packed ones: it converts
+	// panels consecutive packed panels of kc rows of w values at the start
+	// of p (panel r at p[r*w*kc:]) in place, each into the first half of
+	// its space (the bf16 kernel's panels of k pairs, see bf16.go), and
+	// pairsFrom makes such a panel at dst straight from kc rows of w values
+	// at src, row p at src[p*ld:]. The packing routines use them
+	// (packAPairs, packBPairs); the driver is otherwise unchanged, offsets
+	// included.
+	pairs     func(p []T, w, kc, panels int)
+	pairsFrom func(dst, src []T, ld, w, kc int)
 }
 
 // The kernels in use, chosen once at start-up.
@@ -88,7 +98,7 @@ func Kernel() string { return sKern.name }
 // 2^-126 (1.2e-38) then count as zero; the Go kernel and the small-product
 // path keep them.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	gemm(&sState, sKern, 0, "Sgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, nil, c, ldc)
+	gemm(&sState, sgemmKern(m, n, k), 0, "Sgemm", transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, nil, c, ldc)
 }
 
 // SgemmBias computes, in float32,
@@ -102,7 +112,7 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // tile in their registers, without a pass over C or reading it.
 func SgemmBias(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, bias []float32, c []float32, ldc int) {
 	checkBias("SgemmBias", n, len(bias))
-	gemm(&sState, sKern, 0, "SgemmBias", transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, bias[:n], c, ldc)
+	gemm(&sState, sgemmKern(m, n, k), 0, "SgemmBias", transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, bias[:n], c, ldc)
 }
 
 // Dgemm is Sgemm in float64: C = alpha * op(A) * op(B) + beta * C, with the
