@@ -159,7 +159,7 @@ func TestGuidanceArithmetic(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := plan.batch(0, B)
-		guided, pred := g.predict(net, x, tm, mask, sc)
+		guided, pred := g.predict(net, false, x, tm, mask, sc)
 		switch w {
 		case 0:
 			if !same(guided, uncond) || pred.uncond == nil || pred.cond != nil {
@@ -195,7 +195,7 @@ func TestGuidanceArithmetic(t *testing.T) {
 	if err != nil || plan != nil {
 		t.Fatalf("no condition: plan %v, error %v", plan, err)
 	}
-	if guided, _ := plan.batch(0, B).predict(net, x, tm, mask, sc); !same(guided, uncond) {
+	if guided, _ := plan.batch(0, B).predict(net, false, x, tm, mask, sc); !same(guided, uncond) {
 		t.Error("no condition: not the prediction under the null condition")
 	}
 }

@@ -111,6 +111,18 @@ type Config struct {
 	// expert (Expert, trained with TimeMean ≈ 3), whose one-step
 	// estimates become the samples. 0 (the reference): flow matching alone.
 	DecoderWeight float64 `json:"decoder_weight,omitempty"`
+	// Precondition makes the denoiser's output F a scaled residual of the
+	// noise estimate, x̂0 = c_skip(t)·x_t + c_out(t)·F with c_skip =
+	// (1−t)/((1−t)²+t²) and c_out = t/√((1−t)²+t²) (the preconditioning of
+	// Karras et al., 2022, for latents of unit spread, which the global
+	// scale gives): F's target has unit variance at every time, and the
+	// velocity (x_t − x̂0)/t stays finite as t → 0, where a plain noise
+	// estimate's errors are divided by t. A flow trained briefly (a custom
+	// bundle's) predicts its first steps badly without it: its samples
+	// leave the latents' range and decode far too dense. Loss, sampler and
+	// self-conditioning input stay those of the noise estimate x̂0.
+	// false (the reference): the output is x̂0 itself.
+	Precondition bool `json:"precondition,omitempty"`
 	// BucketBySize makes each training batch hold graphs of similar node
 	// counts (trainer.BatchesBySize) instead of random ones: the same
 	// epochs with less padding, much faster for datasets of very different

@@ -494,13 +494,13 @@ func solve(ctx context.Context, m *Model, x, mask *tensor.Tensor, grid []float64
 			return nil, fmt.Errorf("flow: the time offsets move the step at %g to %g, outside (0, 1)", ta, te)
 		}
 		// The denoiser is chosen by the grid time ta and evaluated at te.
-		net, from := m.Net, 0.0
+		net, pc, from := m.Net, m.Cfg.Precondition, 0.0
 		for _, e := range o.experts {
 			if ta >= e.from && e.from > from {
-				net, from = e.m.Net, e.from
+				net, pc, from = e.m.Net, e.m.Cfg.Precondition, e.from
 			}
 		}
-		x0, pred := o.cf.predict(net, x, te, mask, xsc)
+		x0, pred := o.cf.predict(net, pc, x, te, mask, xsc)
 		// The velocity (x - x̂0)/te takes the state from te to te+h (tb
 		// without offsets).
 		v := tensor.Sub(nil, x, x0)
@@ -537,8 +537,9 @@ type selfCond struct {
 // condition, or with w = 0, it evaluates the null condition (an
 // unconditional denoiser as it is); with w = 1 the graphs' conditions;
 // otherwise both, in one pass over the batch doubled, and combines them:
-// uncond + w·(cond - uncond).
-func (g guidance) predict(net *dit.Model, x *tensor.Tensor, t float64, mask *tensor.Tensor, sc selfCond) (guided *tensor.Tensor, pred selfCond) {
+// uncond + w·(cond - uncond). The predictions are noise estimates: with
+// precond (Config.Precondition) net's outputs mapped to them.
+func (g guidance) predict(net *dit.Model, precond bool, x *tensor.Tensor, t float64, mask *tensor.Tensor, sc selfCond) (guided *tensor.Tensor, pred selfCond) {
 	eval := func(x, mask, xsc *tensor.Tensor, cond *dit.Cond) *tensor.Tensor {
 		tp := autograd.NoGrad()
 		defer tp.Release()
@@ -550,7 +551,13 @@ func (g guidance) predict(net *dit.Model, x *tensor.Tensor, t float64, mask *ten
 		if xsc != nil {
 			scv = autograd.NewConst(xsc)
 		}
-		return net.ForwardCond(tp, autograd.NewConst(x), ts, mask, scv, cond).Value.Clone()
+		out := net.ForwardCond(tp, autograd.NewConst(x), ts, mask, scv, cond).Value.Clone()
+		if precond {
+			skip, c := preconditioning(t)
+			tensor.MulScalar(out, out, c)
+			tensor.AddScaled(out, out, x, skip)
+		}
+		return out
 	}
 	switch {
 	case g.cond == nil:

@@ -316,6 +316,10 @@ type preparedBatch struct {
 	// cond is the batch's condition, some of it dropped (a conditional
 	// flow; nil without).
 	cond *dit.Cond
+	// skipXt and cOut, with Config.Precondition, map the denoiser's
+	// output F to the noise estimate skipXt + cOut·F: c_skip(t)·x_t
+	// (B, N, d) and c_out(t) (B, 1, 1) (preconditioning); nil without.
+	skipXt, cOut *tensor.Tensor
 }
 
 // prepareBatch draws the times and noise of a batch x1 (B, N, d) with mask
@@ -346,7 +350,22 @@ func prepareBatch(cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *preparedB
 			w.Set(c*md[b*N+j], b, j, 0)
 		}
 	}
-	return &preparedBatch{xt: xt, mask: mask, target: x0, w: w, t: t}
+	p := &preparedBatch{xt: xt, mask: mask, target: x0, w: w, t: t}
+	if cfg.Precondition {
+		p.skipXt = tensor.Mul(nil, xt, perGraph(x1.DType(), t, func(v float64) float64 { s, _ := preconditioning(v); return s }))
+		p.cOut = perGraph(x1.DType(), t, func(v float64) float64 { _, o := preconditioning(v); return o })
+	}
+	return p
+}
+
+// preconditioning returns the coefficients of the noise estimate x̂0 =
+// skip·x_t + out·F of a preconditioned denoiser's output F at time t
+// (Config.Precondition): skip = (1−t)/n and out = t/√n, n = (1−t)²+t²,
+// the residual x0 − skip·x_t's regression onto x_t and its spread for
+// unit-variance data.
+func preconditioning(t float64) (skip, out float64) {
+	n := (1-t)*(1-t) + t*t
+	return (1 - t) / n, t / math.Sqrt(n)
 }
 
 // share returns the part of p that holds sets lo..hi-1 of its batch (the
@@ -358,6 +377,9 @@ func prepareBatch(cfg Config, x1, mask *tensor.Tensor, r *tensor.RNG) *preparedB
 func (p *preparedBatch) share(lo, hi, condDim int) *preparedBatch {
 	cut := func(t *tensor.Tensor) *tensor.Tensor { return t.Slice(0, lo, hi).Clone() }
 	q := &preparedBatch{xt: cut(p.xt), mask: cut(p.mask), target: cut(p.target), w: cut(p.w), t: slices.Clone(p.t[lo:hi])}
+	if p.skipXt != nil {
+		q.skipXt, q.cOut = cut(p.skipXt), cut(p.cOut)
+	}
 	if c := p.cond; c != nil {
 		qc := &dit.Cond{}
 		if c.Class != nil {
@@ -385,11 +407,11 @@ func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *t
 	var xsc *autograd.Var
 	if cfg.DiT.SelfCond && r.Uniform() < cfg.SelfCondProb {
 		ng := autograd.NoGrad()
-		pred := net.ForwardCond(ng, xtV, p.t, devMask, nil, p.cond)
+		pred := p.estimate(ng, net.ForwardCond(ng, xtV, p.t, devMask, nil, p.cond), be)
 		xsc = autograd.NewConst(tp.Own(pred.Value.Clone()))
 		ng.Release()
 	}
-	pred := net.ForwardCond(tp, xtV, p.t, devMask, xsc, p.cond)
+	pred := p.estimate(tp, net.ForwardCond(tp, xtV, p.t, devMask, xsc, p.cond), be)
 	fm := tp.SquaredError(pred, autograd.NewConst(tp.Own(p.target.On(be))), tp.Own(p.w.On(be)))
 	if dec == nil {
 		return fm, nil
@@ -399,6 +421,15 @@ func (p *preparedBatch) loss(tp *autograd.Tape, net *dit.Model, cfg Config, r *t
 		return nil, err
 	}
 	return tp.Add(fm, tp.MulScalar(dl, dec.weight)), nil
+}
+
+// estimate returns the noise estimate x̂0 of the denoiser's output out:
+// out itself, or with Config.Precondition c_skip·x_t + c_out·out.
+func (p *preparedBatch) estimate(tp *autograd.Tape, out *autograd.Var, be tensor.Backend) *autograd.Var {
+	if p.skipXt == nil {
+		return out
+	}
+	return tp.Add(tp.Mul(out, autograd.NewConst(tp.Own(p.cOut.On(be)))), autograd.NewConst(tp.Own(p.skipXt.On(be))))
 }
 
 // Train trains an LG-Flow model in the latent space of the frozen ae on the

@@ -53,7 +53,7 @@ func TestPlanFor(t *testing.T) {
 		dit := fmt.Sprintf("%dx%d", p.Flow.DiT.Depth, p.Flow.DiT.Width)
 		if m.K != c.k || m.Latent != c.latent || m.Width != c.w || p.VAE.Train.BatchSize != c.vaeB || p.Flow.BatchSize != c.flowB ||
 			m.Directed != c.directed || m.QPerGraph != c.directed || m.NodeClasses != c.nodeC || m.EdgeClasses != c.edgeC ||
-			p.VAE.Train.BucketBySize != c.bucket || p.Flow.BucketBySize != c.bucket || dit != c.dit || m.Norm != vae.GraphNorm || p.Flow.DiT.Dim != m.Latent {
+			p.VAE.Train.BucketBySize != c.bucket || p.Flow.BucketBySize != c.bucket || dit != c.dit || m.Norm != vae.GraphNorm || !p.Flow.Precondition || p.Flow.DiT.Dim != m.Latent {
 			t.Errorf("%s: k %d latent %d width %d batches %d/%d directed %v classes %d/%d bucket %v DiT %s norm %s",
 				c.name, m.K, m.Latent, m.Width, p.VAE.Train.BatchSize, p.Flow.BatchSize, m.Directed, m.NodeClasses, m.EdgeClasses, p.VAE.Train.BucketBySize, dit, m.Norm)
 		}
