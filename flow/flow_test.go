@@ -784,6 +784,11 @@ func TestTrainInit(t *testing.T) {
 	if _, err := flow.Train(ctx, other, f.ae, f.data, f.lat, flow.TrainOptions{Init: f.model}); err == nil || !strings.Contains(err.Error(), "initial denoiser") {
 		t.Errorf("Init of another depth: error %v", err)
 	}
+	other = cfg
+	other.Precondition = true
+	if _, err := flow.Train(ctx, other, f.ae, f.data, f.lat, flow.TrainOptions{Init: f.model}); err == nil || !strings.Contains(err.Error(), "preconditioned") {
+		t.Errorf("Init of a plain denoiser into a preconditioned one: error %v", err)
+	}
 }
 
 // TestTrainInitScale checks the latent scale of a flow started from another

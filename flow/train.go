@@ -815,12 +815,22 @@ func (r *trainRun) finish(ctx context.Context, run trainer.RunState, err error) 
 // unconditional one of the same shape for a conditional flow, whose
 // condition paths then start at zero (dit.New), so that the flow starts
 // as the unconditional one.
+// outputKind names what a denoiser's output is (Config.Precondition).
+func outputKind(precondition bool) string {
+	if precondition {
+		return "preconditioned"
+	}
+	return "the noise estimate itself"
+}
+
 func initFrom(net *dit.Model, init *Model, cfg Config) error {
 	shared := cfg.DiT
 	shared.Classes, shared.CondDim = 0, 0
 	switch {
 	case init.Cfg.DiT != cfg.DiT && init.Cfg.DiT != shared:
 		return fmt.Errorf("flow: the initial denoiser is %+v, this flow's %+v", init.Cfg.DiT, cfg.DiT)
+	case init.Cfg.Precondition != cfg.Precondition:
+		return fmt.Errorf("flow: the initial denoiser's output is %s, this flow's %s (Config.Precondition): its weights would mean another estimate", outputKind(init.Cfg.Precondition), outputKind(cfg.Precondition))
 	}
 	sd := nn.StateDict(net)
 	for k, v := range sd {
