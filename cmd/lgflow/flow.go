@@ -46,6 +46,12 @@ func validityScore(dataset string, molOpts ...mol.DecodeOption) func([]*graph.Gr
 	default:
 		return nil
 	}
+	return validFraction(valid)
+}
+
+// validFraction returns the scorer of the fraction of graphs that valid
+// accepts (0 for none).
+func validFraction(valid func(*graph.Graph) bool) func([]*graph.Graph) float64 {
 	return func(gs []*graph.Graph) float64 {
 		n := 0
 		for _, g := range gs {

@@ -438,15 +438,7 @@ func (r *reconRun) validity() (func([]*graph.Graph) float64, error) {
 	if err != nil {
 		return nil, usagef("-validity: %v", err)
 	}
-	return func(gs []*graph.Graph) float64 {
-		n := 0
-		for _, g := range gs {
-			if valid(g) {
-				n++
-			}
-		}
-		return float64(n) / float64(max(len(gs), 1))
-	}, nil
+	return validFraction(valid), nil
 }
 
 // meanEdges is the mean number of edges of gs (0 for none).
