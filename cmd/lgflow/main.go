@@ -57,6 +57,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"lgflow/tensor"
 )
 
 // command is one registered subcommand.
@@ -150,6 +152,15 @@ func printHelp(w io.Writer) {
 
 // dispatch runs the command named by args[0] and returns the exit status:
 // 0 on success, 1 when the command failed, 2 for a bad command line.
+// warnBF16 says on standard error when LGFLOW_GEMM_BF16=1 asks for bf16
+// matrix products (tensor.SetBF16MatMul) on a CPU or build without them,
+// where the products stay float32.
+func warnBF16() {
+	if os.Getenv("LGFLOW_GEMM_BF16") == "1" && !tensor.BF16MatMul() {
+		fmt.Fprintf(stderr, "lgflow: LGFLOW_GEMM_BF16=1 is ignored: %v; matrix products stay float32\n", tensor.ErrBF16Unsupported)
+	}
+}
+
 func dispatch(ctx context.Context, args []string) int {
 	if len(args) == 0 {
 		printHelp(stderr)
@@ -176,6 +187,7 @@ func dispatch(ctx context.Context, args []string) int {
 		printHelp(stderr)
 		return 2
 	}
+	warnBF16()
 	err := c.run(ctx, rest)
 	var ue *usageError
 	switch {

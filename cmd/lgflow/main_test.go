@@ -17,6 +17,7 @@ import (
 	"lgflow/graph/datasets"
 	"lgflow/graph/mol"
 	"lgflow/metrics"
+	"lgflow/tensor"
 )
 
 // run calls the dispatcher in-process and returns its exit status and
@@ -316,4 +317,19 @@ func TestSharedFlags(t *testing.T) {
 			t.Errorf("-%s in %d commands: the check is vacuous", f, takes[f])
 		}
 	}
+}
+
+// TestWarnBF16 checks that LGFLOW_GEMM_BF16=1 where bf16 products are not
+// on (a CPU or build without them; here switched off) is said, not
+// silently ignored, and that nothing is said without it.
+func TestWarnBF16(t *testing.T) {
+	was := tensor.BF16MatMul()
+	require.NoError(t, tensor.SetBF16MatMul(false))
+	t.Cleanup(func() { _ = tensor.SetBF16MatMul(was) })
+	t.Setenv("LGFLOW_GEMM_BF16", "1")
+	_, _, errOut := run(t, "eval") // a usage error, after the warning
+	assert.Contains(t, errOut, "LGFLOW_GEMM_BF16=1 is ignored")
+	t.Setenv("LGFLOW_GEMM_BF16", "")
+	_, _, errOut = run(t, "eval")
+	assert.NotContains(t, errOut, "LGFLOW_GEMM_BF16")
 }
