@@ -8,7 +8,10 @@
 // weighting of the reference implementation (equal to the velocity loss
 // for t >= 0.1). Training times are logit-normal, mixed 2% with uniform,
 // in [0.01, 0.99].
-// Self-conditioning feeds the previous x0 prediction back as input.
+// Self-conditioning feeds the previous x0 prediction back as input. A
+// preconditioned flow (Config.Precondition, the default of bundles that
+// lgflow train writes) reads the network's output as a scaled residual
+// of that estimate, which keeps its velocity finite near t = 0.
 //
 // A trained Model holds everything sampling needs: the EMA weights of the
 // DiT, its configuration, the latent scale and the node-count distribution
