@@ -810,11 +810,6 @@ func (r *trainRun) finish(ctx context.Context, run trainer.RunState, err error) 
 	return m, nil
 }
 
-// initFrom loads the weights of init's denoiser into net, this flow's
-// (TrainOptions.Init): a denoiser of the same configuration, or an
-// unconditional one of the same shape for a conditional flow, whose
-// condition paths then start at zero (dit.New), so that the flow starts
-// as the unconditional one.
 // outputKind names what a denoiser's output is (Config.Precondition).
 func outputKind(precondition bool) string {
 	if precondition {
@@ -823,6 +818,11 @@ func outputKind(precondition bool) string {
 	return "the noise estimate itself"
 }
 
+// initFrom loads the weights of init's denoiser into net, this flow's
+// (TrainOptions.Init): a denoiser of the same configuration, or an
+// unconditional one of the same shape for a conditional flow, whose
+// condition paths then start at zero (dit.New), so that the flow starts
+// as the unconditional one.
 func initFrom(net *dit.Model, init *Model, cfg Config) error {
 	shared := cfg.DiT
 	shared.Classes, shared.CondDim = 0, 0
