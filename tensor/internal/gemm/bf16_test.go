@@ -438,17 +438,7 @@ func TestSgemmBF16Reference(t *testing.T) {
 				}
 				var sa, s2 float64
 				for p := range pr.k {
-					var av, bv float64
-					if pr.transA {
-						av = o.a[p*o.lda+i]
-					} else {
-						av = o.a[i*o.lda+p]
-					}
-					if pr.transB {
-						bv = o.b[j*o.ldb+p]
-					} else {
-						bv = o.b[p*o.ldb+j]
-					}
+					av, bv := o.at(pr, i, j, p)
 					sa += math.Abs(av * bv)
 					s2 += av * bv * av * bv
 				}

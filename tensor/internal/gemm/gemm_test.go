@@ -93,6 +93,21 @@ func makeOperands(pr problem, rng *rand.Rand) operands {
 	return o
 }
 
+// at returns op(A)[i][p] and op(B)[p][j] of pr's operands.
+func (o operands) at(pr problem, i, j, p int) (av, bv float64) {
+	if pr.transA {
+		av = o.a[p*o.lda+i]
+	} else {
+		av = o.a[i*o.lda+p]
+	}
+	if pr.transB {
+		bv = o.b[j*o.ldb+p]
+	} else {
+		bv = o.b[p*o.ldb+j]
+	}
+	return av, bv
+}
+
 // reference computes the expected C in float64 and, per element, a bound
 // on the float32 rounding error: 2(k+2) u (|alpha| sum|a||b| + |beta||c|).
 func reference(pr problem, o operands) (want, bound []float64) {
@@ -104,17 +119,7 @@ func reference(pr problem, o operands) (want, bound []float64) {
 		for j := range pr.n {
 			var s, sa float64
 			for p := range pr.k {
-				var av, bv float64
-				if pr.transA {
-					av = o.a[p*o.lda+i]
-				} else {
-					av = o.a[i*o.lda+p]
-				}
-				if pr.transB {
-					bv = o.b[j*o.ldb+p]
-				} else {
-					bv = o.b[p*o.ldb+j]
-				}
+				av, bv := o.at(pr, i, j, p)
 				s += av * bv
 				sa += math.Abs(av * bv)
 			}
