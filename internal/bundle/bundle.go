@@ -892,31 +892,64 @@ func checkpointStep(path, kind string) int {
 	return step
 }
 
-// vaeRate measures the LG-VAE's training steps per second on train: six
-// steps of the plan's model, the first not counted.
+// Rate measurements run up to rateSteps training steps, stopping early
+// once rateTime has passed (and at least rateMinSteps are timed), and
+// count only the second half of the steps: the first steps of a fresh
+// process are several times slower than the rest (their memory is new to
+// the process, and batches of new sizes keep growing the scratch buffers),
+// and a plan fitted to them gave 812 LG-VAE steps where 8,500 fitted, and
+// an EMA ten times shorter than planned (docs/results.md, session 33).
+const (
+	rateSteps    = 40
+	rateMinSteps = 16
+)
+
+// rateTime is the time after which a rate measurement stops (a variable
+// for tests).
+var rateTime = 20 * time.Second
+
+// vaeRate measures the LG-VAE's training steps per second on train, with
+// the plan's model (measureRate).
 func vaeRate(ctx context.Context, p *Plan, train *vae.Dataset, be tensor.Backend) (float64, error) {
 	tc := p.VAE.Train
-	tc.Steps, tc.ValEvery, tc.CheckpointEvery = 6, 0, 0
-	var times []time.Time
-	_, err := vae.Train(ctx, p.VAE.Model, tc, train, nil, vae.TrainOptions{LogEvery: 1, Backend: be,
-		Progress: func(vae.Progress) { times = append(times, time.Now()) }})
-	if err != nil {
-		return 0, err
-	}
-	return rate(times), nil
+	tc.Steps, tc.ValEvery, tc.CheckpointEvery = rateSteps, 0, 0
+	return measureRate(ctx, func(ctx context.Context, tick func()) error {
+		_, err := vae.Train(ctx, p.VAE.Model, tc, train, nil, vae.TrainOptions{LogEvery: 1, Backend: be,
+			Progress: func(vae.Progress) { tick() }})
+		return err
+	})
 }
 
 // flowRate measures the flow's training steps per second as vaeRate.
 func flowRate(ctx context.Context, p *Plan, ae *vae.Model, train *vae.Dataset, lat *flow.Latents, be tensor.Backend) (float64, error) {
 	c := p.Flow
-	c.Steps, c.ValEvery, c.CheckpointEvery, c.Cooldown, c.EMAAfter = 6, 0, 0, 0, 0
+	c.Steps, c.ValEvery, c.CheckpointEvery, c.Cooldown, c.EMAAfter = rateSteps, 0, 0, 0, 0
+	return measureRate(ctx, func(ctx context.Context, tick func()) error {
+		_, err := flow.Train(ctx, c, ae, train, lat, flow.TrainOptions{LogEvery: 1, Backend: be,
+			Progress: func(flow.Progress) { tick() }})
+		return err
+	})
+}
+
+// measureRate runs train, which calls tick after each step, until it
+// returns or rateTime has passed after at least rateMinSteps steps, and
+// returns the steps per second of the second half of the steps (rate).
+func measureRate(ctx context.Context, train func(ctx context.Context, tick func()) error) (float64, error) {
+	run, stop := context.WithCancel(ctx)
+	defer stop()
+	start := time.Now()
 	var times []time.Time
-	_, err := flow.Train(ctx, c, ae, train, lat, flow.TrainOptions{LogEvery: 1, Backend: be,
-		Progress: func(flow.Progress) { times = append(times, time.Now()) }})
-	if err != nil {
+	err := train(run, func() {
+		now := time.Now()
+		times = append(times, now)
+		if len(times) >= rateMinSteps && now.Sub(start) >= rateTime {
+			stop()
+		}
+	})
+	if err != nil && (ctx.Err() != nil || run.Err() == nil) {
 		return 0, err
 	}
-	return rate(times), nil
+	return rate(times[len(times)/2:]), nil
 }
 
 // rate returns the steps per second between the first and the last of

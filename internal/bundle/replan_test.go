@@ -3,6 +3,7 @@ package bundle
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -213,5 +214,60 @@ func TestTrainReplans(t *testing.T) {
 	}
 	if _, err := flow.Open(o.Out); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestMeasureRate checks that a rate measurement leaves out the slow first
+// steps of a fresh process, stops once it has timed enough steps for long
+// enough, and returns training errors but not its own stop.
+func TestMeasureRate(t *testing.T) {
+	ctx := context.Background()
+	// Four slow steps, then fast ones: the rate is the fast steps'.
+	var ticks int
+	r, err := measureRate(ctx, func(ctx context.Context, tick func()) error {
+		for i := range rateSteps {
+			if i < 4 {
+				time.Sleep(50 * time.Millisecond)
+			}
+			ticks++
+			tick()
+		}
+		return nil
+	})
+	if err != nil || ticks != rateSteps {
+		t.Fatalf("measureRate: %v after %d steps, want nil after %d", err, ticks, rateSteps)
+	}
+	if r < 100 { // the whole span's rate would be under 40/0.2 s
+		t.Errorf("rate %.1f steps/s: the slow first steps were counted", r)
+	}
+	// A run that goes on past rateTime is stopped (through its context)
+	// after rateMinSteps, and its stop is no error.
+	defer func(d time.Duration) { rateTime = d }(rateTime)
+	rateTime = 400 * time.Millisecond
+	ticks = 0
+	start := time.Now()
+	r, err = measureRate(ctx, func(ctx context.Context, tick func()) error {
+		for ctx.Err() == nil {
+			time.Sleep(rateTime / rateMinSteps * 2)
+			ticks++
+			tick()
+		}
+		return ctx.Err()
+	})
+	if err != nil || ticks != rateMinSteps || time.Since(start) > 4*rateTime {
+		t.Errorf("slow run: %v after %d steps in %s, want nil after %d", err, ticks, time.Since(start), rateMinSteps)
+	}
+	if want := float64(rateMinSteps) / 2 / rateTime.Seconds(); !(r > 0 && r <= want*1.01) {
+		t.Errorf("slow run: rate %.3f steps/s, want at most %.3f", r, want)
+	}
+	// A training error is returned; so is the caller's cancellation.
+	boom := errors.New("boom")
+	if _, err := measureRate(ctx, func(context.Context, func()) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("training error: got %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := measureRate(cctx, func(ctx context.Context, tick func()) error { return ctx.Err() }); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: got %v", err)
 	}
 }
