@@ -6,8 +6,9 @@
 #
 #	sh scripts/bench-cpu.sh
 #
-# The OpenBLAS rows need Debian's python3-numpy (it links OpenBLAS through
-# libblas.so.3); they are skipped without it.
+# The OpenBLAS rows need Debian's python3-numpy and libopenblas0-pthread (without
+# the latter numpy runs on the reference BLAS, and bench_openblas.py stops with
+# that advice); they are skipped without numpy.
 set -eu
 cpus=$(getconf _NPROCESSORS_ONLN)
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $cpus CPUs, $(go version | cut -d' ' -f3)"

@@ -4,6 +4,10 @@ baseline lgflow's GEMM benchmarks are compared with in the same run.
 
 Usage: /usr/bin/python3 scripts/bench_openblas.py [threads ...]
 
+numpy must run on OpenBLAS: Debian's python3-numpy links the reference BLAS
+(about 6 GFLOP/s) unless libopenblas0-pthread is installed too; the script
+stops with that advice when it finds no OpenBLAS loaded.
+
 Each thread count runs in a fresh process with OPENBLAS_NUM_THREADS set
 (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed, so OpenBLAS picks its own
 kernel), and prints GFLOP/s for 512^3 and 1024^3: the best of five timings of
@@ -15,6 +19,9 @@ import sys
 
 CHILD = r'''
 import time, numpy as np
+np.ones((64, 64), np.float32) @ np.ones((64, 64), np.float32)
+libs = sorted({l.split()[-1] for l in open("/proc/self/maps") if "blas" in l.lower() and "/" in l})
+print("blas " + (" ".join(libs) or "none"))
 np.random.seed(0)
 for n in (512, 1024):
     a = np.random.rand(n, n).astype(np.float32)
@@ -37,7 +44,11 @@ def main():
         env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
         env["OPENBLAS_NUM_THREADS"] = t
         out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
+        lines = out.splitlines()
+        blas = lines[0].removeprefix("blas ")
+        if "openblas" not in blas.lower():
+            sys.exit(f"numpy's matrix products run on {blas}, not OpenBLAS: install it (Debian: apt-get install libopenblas0-pthread)")
+        for line in lines[1:]:
             print(f"openblas threads={t} {line}")
 
 
