@@ -898,7 +898,7 @@ func checkpointStep(path, kind string) int {
 // process are several times slower than the rest (their memory is new to
 // the process, and batches of new sizes keep growing the scratch buffers),
 // and a plan fitted to them gave 812 LG-VAE steps where 8,500 fitted, and
-// an EMA ten times shorter than planned (docs/results.md, session 33).
+// an EMA a fifth as long as planned (docs/results.md, session 33).
 const (
 	rateSteps    = 40
 	rateMinSteps = 16
