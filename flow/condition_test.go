@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -326,6 +327,9 @@ func TestConditionRoundTrip(t *testing.T) {
 			t.Errorf("%s differs after loading", k)
 		}
 	}
+	if m.CondSizes == nil || len(m.CondSizes.Nodes) != len(f.data.Graphs) || !reflect.DeepEqual(m.CondSizes, back.CondSizes) {
+		t.Errorf("conditioned node counts %+v trained, %+v loaded", m.CondSizes, back.CondSizes)
+	}
 	latents := sampleLatentsOf(t, 2)
 	opts := []flow.SampleOption{flow.WithCondition(cond.Value{Label: "lo", Props: []float64{-2}}), flow.WithGuidanceScale(1.5)}
 	if !sameLatents(latents(m, opts...), latents(back, opts...)) {
@@ -350,6 +354,20 @@ func TestConditionRoundTrip(t *testing.T) {
 			meta["condition"] = `{"labels":["hi","lo"],"properties":[{"name":"level","mean":0,"std":0,"min":-2,"max":2}]}`
 		}},
 		{"schema for an unconditional denoiser", func(meta map[string]string) { meta[trainer.MetaConfig] = plainCfg }},
+		{"node counts for an unconditional flow", func(meta map[string]string) {
+			delete(meta, "condition")
+			meta[trainer.MetaConfig] = plainCfg
+		}},
+		{"node counts: bad JSON", func(meta map[string]string) { meta["condition_sizes"] = "[" }},
+		{"node counts: a label index out of range", func(meta map[string]string) {
+			meta["condition_sizes"] = `{"nodes":[5,6],"labels":[0,2],"props":[[1],[2]]}`
+		}},
+		{"node counts: a graph without properties", func(meta map[string]string) {
+			meta["condition_sizes"] = `{"nodes":[5,6],"labels":[0,1],"props":[[1]]}`
+		}},
+		{"node counts: zero nodes", func(meta map[string]string) {
+			meta["condition_sizes"] = `{"nodes":[5,0],"labels":[0,1],"props":[[1],[2]]}`
+		}},
 		{"more classes than the file holds", func(meta map[string]string) {
 			c := cfg
 			c.DiT.Classes = 3
@@ -477,5 +495,69 @@ func TestTrainConditionErrors(t *testing.T) {
 	// A conditional flow does not start an unconditional one.
 	if _, err := flow.Train(ctx, cfg, f.ae, f.data, d.latents(nil), flow.TrainOptions{Init: m}); err == nil || !strings.Contains(err.Error(), "initial denoiser") {
 		t.Errorf("an unconditional flow initialised from a conditional one: %v", err)
+	}
+}
+
+// TestConditionedNodeCounts checks that a graph sampled under a condition
+// takes its node count from the training graphs with that condition
+// (Model.CondSizes), the null condition and a model without the table
+// from the whole histogram, and that WithNodeCounts overrides both.
+func TestConditionedNodeCounts(t *testing.T) {
+	f := getFixture(t)
+	s := testSchema()
+	m := conditionalFlow(t, f, s)
+	// Label a: 5 or 6 nodes; label b: 9 nodes.
+	m.CondSizes = &cond.Sizes{Nodes: []int{5, 6, 9, 9}, Labels: []int{0, 0, 1, 1}, Props: [][]float64{{1, 0}, {2, 0}, {8, 0}, {9, 0}}}
+	if err := m.CondSizes.Check(s); err != nil {
+		t.Fatal(err)
+	}
+	a, b := cond.Value{Label: "a", Props: []float64{1, 0}}, cond.Value{Label: "b", Props: []float64{9, 0}}
+	sizes := func(m *flow.Model, opts ...flow.SampleOption) []int {
+		t.Helper()
+		zs, err := m.SampleLatents(context.Background(), 16, append([]flow.SampleOption{flow.WithSeed(3), withSteps(2)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]int, len(zs))
+		for i, z := range zs {
+			out[i] = z.Dim(0)
+		}
+		return out
+	}
+	count := func(xs []int, v int) int {
+		k := 0
+		for _, x := range xs {
+			if x == v {
+				k++
+			}
+		}
+		return k
+	}
+	if got := sizes(m, flow.WithCondition(b)); count(got, 9) != 16 {
+		t.Errorf("label b: node counts %v, want all 9", got)
+	}
+	if got := sizes(m, flow.WithCondition(a)); count(got, 5)+count(got, 6) != 16 || count(got, 5) == 0 || count(got, 6) == 0 {
+		t.Errorf("label a: node counts %v, want 5 and 6", got)
+	}
+	perGraph := make([]cond.Value, 16)
+	for i := range perGraph {
+		perGraph[i] = [3]cond.Value{a, b, {}}[i%3]
+	}
+	unconditional := sizes(m)
+	got := sizes(m, flow.WithCondition(perGraph...))
+	for i, n := range got {
+		switch {
+		case i%3 == 0 && n != 5 && n != 6, i%3 == 1 && n != 9:
+			t.Errorf("graph %d under %+v has %d nodes", i, perGraph[i], n)
+		case i%3 == 2 && m.NodeCounts[n] == 0:
+			t.Errorf("graph %d, null condition: %d nodes, which no training graph has", i, n)
+		}
+	}
+	if fixed := []int{4, 7, 4, 7, 4, 7, 4, 7, 4, 7, 4, 7, 4, 7, 4, 7}; !slices.Equal(sizes(m, flow.WithCondition(b), flow.WithNodeCounts(fixed)), fixed) {
+		t.Error("WithNodeCounts did not fix the node counts under a condition")
+	}
+	m.CondSizes = nil
+	if got := sizes(m, flow.WithCondition(b)); !slices.Equal(got, unconditional) {
+		t.Errorf("without the table, node counts %v under a condition, %v unconditionally", got, unconditional)
 	}
 }

@@ -281,6 +281,13 @@ type Model struct {
 	// its properties and their standardisation); nil for an unconditional
 	// flow. WithCondition samples under one.
 	Cond *cond.Schema
+	// CondSizes holds a conditional flow's training graphs' node counts
+	// with their conditions: a graph sampled under a condition draws its
+	// node count from the training graphs that fit it
+	// (cond.Sizes.Candidates) instead of from NodeCounts. nil for an
+	// unconditional flow, and for a conditional one saved before it was
+	// stored, whose graphs draw from NodeCounts whatever the condition.
+	CondSizes *cond.Sizes
 	// Recipe is the sampling recipe of a model opened from a bundle
 	// (Open): the settings Sample starts from. nil for a model from Load
 	// or Train, which samples with Sample's own defaults.
@@ -299,6 +306,7 @@ const (
 	metaVAEPrint   = "vae_fingerprint"
 	metaEncPrint   = "vae_encoder_fingerprint"
 	metaCondition  = "condition"
+	metaCondSizes  = "condition_sizes"
 	kindFlow       = "lgflow.flow"
 )
 
@@ -318,6 +326,9 @@ func (m *Model) Save(path string, extra map[string]string) error {
 	}
 	if m.Cond != nil {
 		meta[metaCondition] = trainer.MarshalMeta(m.Cond)
+	}
+	if m.CondSizes != nil {
+		meta[metaCondSizes] = trainer.MarshalMeta(m.CondSizes)
 	}
 	for k, v := range extra {
 		meta[k] = v
@@ -405,6 +416,18 @@ func fromFile(f *safetensors.File, ae *vae.Model) (*Model, error) {
 		}
 		if err := checkSchema(m.Cond, m.Cfg.DiT); err != nil {
 			return nil, err
+		}
+	}
+	if _, ok := f.Metadata[metaCondSizes]; ok {
+		if m.Cond == nil {
+			return nil, errors.New("a table of conditioned node counts for an unconditional flow")
+		}
+		m.CondSizes = &cond.Sizes{}
+		if err := trainer.UnmarshalMeta(f.Metadata, metaCondSizes, m.CondSizes); err != nil {
+			return nil, err
+		}
+		if err := m.CondSizes.Check(m.Cond); err != nil {
+			return nil, fmt.Errorf("conditioned node counts: %w", err)
 		}
 	}
 	if len(m.NodeCounts) == 0 || slices.Max(m.NodeCounts) <= 0 {

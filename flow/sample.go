@@ -84,9 +84,12 @@ func WithNodeCounts(sizes []int) SampleOption { return func(o *sampleOptions) { 
 // (cond.Schema.Range); the zero cond.Value samples its graph unconditionally.
 // Without WithCondition a conditional model samples unconditionally, from
 // the null condition, whatever the guidance scale; an unconditional
-// model given a condition is an error. The condition does not change
-// what the seed draws: the same seed gives the same node counts and noise
-// under any condition.
+// model given a condition is an error. A graph under a condition takes
+// its node count from the training graphs with that condition
+// (Model.CondSizes, cond.Sizes.Candidates), as a condition such as an edge
+// count can be met only at some sizes; WithNodeCounts fixes the counts
+// instead. With the node counts fixed, the condition does not change what
+// the seed draws: the same seed gives the same noise under any condition.
 func WithCondition(c ...cond.Value) SampleOption {
 	return func(o *sampleOptions) { o.conds = slices.Clone(c) }
 }
@@ -279,7 +282,12 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		if total == 0 {
 			return errors.New("flow: the model has no node-count distribution; pass WithNodeCounts")
 		}
-		sizes = drawSizes(m.NodeCounts, n, tensor.NewRNG(o.seed^0x512e5))
+		r := tensor.NewRNG(o.seed ^ 0x512e5)
+		if len(o.conds) > 0 && m.CondSizes != nil {
+			sizes = drawCondSizes(m, o.conds, n, r)
+		} else {
+			sizes = drawSizes(m.NodeCounts, n, r)
+		}
 	}
 	for i, s := range sizes {
 		if s <= 0 {
@@ -385,14 +393,49 @@ func drawSizes(counts []int, n int, r *tensor.RNG) []int {
 	}
 	sizes := make([]int, n)
 	for i := range sizes {
-		k := r.Intn(total)
-		for s, c := range counts {
-			if k < c {
-				sizes[i] = s
-				break
-			}
-			k -= c
+		sizes[i] = drawSize(counts, total, r)
+	}
+	return sizes
+}
+
+// drawSize draws a node count from the histogram counts of total graphs.
+func drawSize(counts []int, total int, r *tensor.RNG) int {
+	k := r.Intn(total)
+	for s, c := range counts {
+		if k < c {
+			return s
 		}
+		k -= c
+	}
+	panic("flow: drawSize: total exceeds the histogram's sum")
+}
+
+// drawCondSizes draws the node counts of n graphs sampled under conds
+// (one for all, or one per graph; checked) from m's conditioned node
+// counts, p(n | c): each from the training graphs that fit its condition
+// (cond.Sizes.Candidates), or from m.NodeCounts for the null condition
+// and a label the table has no graph of.
+func drawCondSizes(m *Model, conds []cond.Value, n int, r *tensor.RNG) []int {
+	total := 0
+	for _, c := range m.NodeCounts {
+		total += c
+	}
+	var shared []int // the candidates of a condition for all graphs
+	if len(conds) == 1 && !conds[0].IsZero() {
+		shared = m.CondSizes.Candidates(m.Cond, conds[0])
+	}
+	sizes := make([]int, n)
+	for i := range sizes {
+		c := conds[min(i, len(conds)-1)]
+		cands := shared
+		if len(conds) > 1 && !c.IsZero() {
+			cands = m.CondSizes.Candidates(m.Cond, c)
+		}
+		if len(cands) == 0 {
+			sizes[i] = drawSize(m.NodeCounts, total, r)
+			continue
+		}
+		sizes[i] = cands[r.Intn(len(cands))]
 	}
 	return sizes
 }

@@ -583,6 +583,15 @@ func newTrainRun(ctx context.Context, cfg Config, ae *vae.Model, train *vae.Data
 			return nil, err
 		}
 	}
+	if lat.Cond != nil {
+		nodes := make([]int, len(train.Graphs))
+		for i, g := range train.Graphs {
+			nodes[i] = g.N()
+		}
+		if r.m.CondSizes, err = cond.NewSizes(lat.Cond, nodes); err != nil {
+			return nil, err
+		}
+	}
 	r.meta = map[string]string{trainer.MetaKind: stateKind, trainer.MetaConfig: trainer.MarshalMeta(cfg)}
 	if r.m.Cond != nil {
 		r.meta[metaCondition] = trainer.MarshalMeta(r.m.Cond)

@@ -132,3 +132,78 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestSizes(t *testing.T) {
+	// Four "small" graphs of 10-13 nodes with few edges, four "big" of
+	// 30-33 with many; a label splits them the other way.
+	nodes := []int{10, 11, 12, 13, 30, 31, 32, 33}
+	edges := [][]float64{{9}, {10}, {11}, {12}, {40}, {41}, {42}, {43}}
+	labels := []string{"a", "b", "a", "b", "a", "b", "a", "b"}
+	c, err := NewSet(labels, []string{"edges"}, edges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := NewSizes(c, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Neighbours(4) = 2: of label a's graphs (10, 12, 30, 32 nodes with
+	// 9, 11, 40, 42 edges) the two nearest.
+	for _, tc := range []struct {
+		label string
+		edges float64
+		want  []int
+	}{
+		{"a", 10, []int{10, 12}}, // 9 and 11 tie at distance 1: both
+		{"a", 12, []int{12, 10}},
+		{"a", 41, []int{30, 32}},
+		{"a", 43, []int{32, 30}},
+		{"b", 9, []int{11, 13}},
+		{"b", 44, []int{33, 31}},
+	} {
+		if got := z.Candidates(c.Schema, Value{Label: tc.label, Props: []float64{tc.edges}}); !slices.Equal(got, tc.want) {
+			t.Errorf("label %s, edges %g: candidates %v, want %v", tc.label, tc.edges, got, tc.want)
+		}
+	}
+	byLabel, _ := NewSet(labels, nil, nil)
+	zl, err := NewSizes(byLabel, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := zl.Candidates(byLabel.Schema, Value{Label: "b"}); !slices.Equal(got, []int{11, 13, 31, 33}) {
+		t.Errorf("label b: candidates %v", got)
+	}
+	for i, n := range []int{1, 2, 4, 5, 100, 101} {
+		if got, want := Neighbours(n), []int{1, 2, 2, 3, 10, 11}[i]; got != want {
+			t.Errorf("Neighbours(%d) = %d, want %d", n, got, want)
+		}
+	}
+	// A large set is thinned evenly to at most MaxSizes graphs.
+	big := make([]int, 3*MaxSizes+5)
+	props := make([][]float64, len(big))
+	for i := range big {
+		big[i], props[i] = 1+i%50, []float64{float64(i % 50)}
+	}
+	cb, _ := NewSet(nil, []string{"x"}, props)
+	zb, err := NewSizes(cb, big)
+	if err != nil || len(zb.Nodes) > MaxSizes || len(zb.Nodes) < MaxSizes*3/4 {
+		t.Fatalf("thinned table of %d graphs, %v", len(zb.Nodes), err)
+	}
+	for _, tc := range []struct {
+		name  string
+		z     *Sizes
+		nodes []int
+	}{
+		{"no graphs", &Sizes{}, nil},
+		{"zero nodes", &Sizes{Nodes: []int{0, 3}, Labels: []int{0, 1}}, nil},
+		{"labels missing", &Sizes{Nodes: []int{3, 3}}, nil},
+		{"label out of range", &Sizes{Nodes: []int{3, 3}, Labels: []int{0, 2}}, nil},
+	} {
+		if err := tc.z.Check(byLabel.Schema); err == nil {
+			t.Errorf("%s: Check accepted %+v", tc.name, tc.z)
+		}
+	}
+	if _, err := NewSizes(c, nodes[:5]); err == nil {
+		t.Error("NewSizes accepted 5 node counts for 8 conditions")
+	}
+}
