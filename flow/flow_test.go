@@ -902,3 +902,43 @@ func TestPreconditionedFlow(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeLostBest resumes a validated run whose best model file has
+// gone (deleted, or not carried with the state): the resumed run keeps
+// its next validated model instead of ending with no model file, since
+// the best score it would compare against belongs to a model it no longer
+// has.
+func TestResumeLostBest(t *testing.T) {
+	f := getFixture(t)
+	cfg := f.cfg
+	cfg.Steps, cfg.CheckpointEvery, cfg.ValEvery, cfg.ValSamples = 40, 10, 10, 2
+	calls := 0
+	// Each validation scores lower than the one before: step 10's model
+	// stays the best.
+	score := func([]*graph.Graph) float64 { calls++; return -float64(calls) }
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts := flow.TrainOptions{Dir: dir, LogEvery: 1, Score: score, Progress: func(p flow.Progress) {
+		if p.Step == 30 {
+			cancel()
+		}
+	}}
+	if _, err := flow.Train(ctx, cfg, f.ae, f.data, f.lat, opts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: error %v, want context.Canceled", err)
+	}
+	model := filepath.Join(dir, flow.ModelFile)
+	if s := stepOf(t, model); s != "10" {
+		t.Fatalf("best model of step %s, want 10", s)
+	}
+	if err := os.Remove(model); err != nil {
+		t.Fatal(err)
+	}
+	opts.Resume, opts.Progress = true, nil
+	if _, err := flow.Train(context.Background(), cfg, f.ae, f.data, f.lat, opts); err != nil {
+		t.Fatal(err)
+	}
+	if s := stepOf(t, model); s != "40" {
+		t.Errorf("resumed run's model of step %s, want 40 (its only validated model)", s)
+	}
+}

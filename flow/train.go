@@ -629,6 +629,7 @@ func (r *trainRun) openDir() (trainer.RunState, error) {
 	if run, err = st.Run("best_score"); err != nil {
 		return run, fmt.Errorf("flow: resume: %s: %w", r.statePath, err)
 	}
+	trainer.ForgetLostBest(&run, r.modelPath)
 	if r.m.Scale, err = strconv.ParseFloat(st.Meta[metaScale], 64); err != nil || !(r.m.Scale > 0) || math.IsInf(r.m.Scale, 0) {
 		return run, fmt.Errorf("flow: resume: %s: bad %q metadata %q", r.statePath, metaScale, st.Meta[metaScale])
 	}

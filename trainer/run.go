@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -41,6 +43,21 @@ func (s Score) better(best Score, tiesToLater bool) bool {
 type RunState struct {
 	Step int    `json:"step"`
 	Best *Score `json:"best,omitempty"`
+}
+
+// ForgetLostBest clears st's best score when path, the file the run kept
+// its best model in, is gone (deleted, or not carried to this machine with
+// the training state). Resumed, such a run would otherwise keep comparing
+// against a model it no longer has and, unless a later validation beat
+// it, end with no model file; without the score, its next validated model
+// is kept. Only which model is saved changes, never the training.
+func ForgetLostBest(st *RunState, path string) {
+	if st.Best == nil {
+		return
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		st.Best = nil
+	}
 }
 
 // MetaRun is the metadata key of a checkpoint's RunState.

@@ -278,6 +278,7 @@ func (r *trainRun) openDir() (trainer.RunState, error) {
 	if state, err = st.Run("best_val_sample", "best_val_edge"); err != nil {
 		return state, fmt.Errorf("vae: resume: %s: %w", r.statePath, err)
 	}
+	trainer.ForgetLostBest(&state, r.modelPath)
 	return state, nil
 }
 
