@@ -282,12 +282,7 @@ func sample(ctx context.Context, m *Model, n int, opts []SampleOption, emit func
 		if total == 0 {
 			return errors.New("flow: the model has no node-count distribution; pass WithNodeCounts")
 		}
-		r := tensor.NewRNG(o.seed ^ 0x512e5)
-		if len(o.conds) > 0 && m.CondSizes != nil {
-			sizes = drawCondSizes(m, o.conds, n, r)
-		} else {
-			sizes = drawSizes(m.NodeCounts, n, r)
-		}
+		sizes = drawSizes(m, total, o.conds, n, tensor.NewRNG(o.seed^0x512e5))
 	}
 	for i, s := range sizes {
 		if s <= 0 {
@@ -385,15 +380,34 @@ func sameLatentSpace(a, b *vae.Model) bool {
 	return a == nil || b == nil || a == b || a.EncoderFingerprint() == b.EncoderFingerprint()
 }
 
-// drawSizes draws n node counts from the histogram counts.
-func drawSizes(counts []int, n int, r *tensor.RNG) []int {
-	total := 0
-	for _, c := range counts {
-		total += c
+// drawSizes draws the node counts of n graphs sampled from m under conds
+// (none, one for all, or one per graph; checked): a graph under a
+// condition from the training graphs that fit it, p(n | c)
+// (m.CondSizes, cond.Sizes.Candidates); one under the null condition, of
+// a model without the table, or of a label the table has no graph of,
+// from the histogram m.NodeCounts of total graphs.
+func drawSizes(m *Model, total int, conds []cond.Value, n int, r *tensor.RNG) []int {
+	candidates := func(c cond.Value) []int {
+		if m.CondSizes == nil || c.IsZero() {
+			return nil
+		}
+		return m.CondSizes.Candidates(m.Cond, c)
+	}
+	var shared []int // the candidates of a condition for every graph
+	if len(conds) == 1 {
+		shared = candidates(conds[0])
 	}
 	sizes := make([]int, n)
 	for i := range sizes {
-		sizes[i] = drawSize(counts, total, r)
+		cands := shared
+		if len(conds) > 1 {
+			cands = candidates(conds[i])
+		}
+		if len(cands) == 0 {
+			sizes[i] = drawSize(m.NodeCounts, total, r)
+		} else {
+			sizes[i] = cands[r.Intn(len(cands))]
+		}
 	}
 	return sizes
 }
@@ -408,36 +422,6 @@ func drawSize(counts []int, total int, r *tensor.RNG) int {
 		k -= c
 	}
 	panic("flow: drawSize: total exceeds the histogram's sum")
-}
-
-// drawCondSizes draws the node counts of n graphs sampled under conds
-// (one for all, or one per graph; checked) from m's conditioned node
-// counts, p(n | c): each from the training graphs that fit its condition
-// (cond.Sizes.Candidates), or from m.NodeCounts for the null condition
-// and a label the table has no graph of.
-func drawCondSizes(m *Model, conds []cond.Value, n int, r *tensor.RNG) []int {
-	total := 0
-	for _, c := range m.NodeCounts {
-		total += c
-	}
-	var shared []int // the candidates of a condition for all graphs
-	if len(conds) == 1 && !conds[0].IsZero() {
-		shared = m.CondSizes.Candidates(m.Cond, conds[0])
-	}
-	sizes := make([]int, n)
-	for i := range sizes {
-		c := conds[min(i, len(conds)-1)]
-		cands := shared
-		if len(conds) > 1 && !c.IsZero() {
-			cands = m.CondSizes.Candidates(m.Cond, c)
-		}
-		if len(cands) == 0 {
-			sizes[i] = drawSize(m.NodeCounts, total, r)
-			continue
-		}
-		sizes[i] = cands[r.Intn(len(cands))]
-	}
-	return sizes
 }
 
 // timeGrid returns steps+1 increasing times from start (0.01 when
